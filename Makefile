@@ -1,0 +1,180 @@
+# Justitia — top-level Makefile.
+#
+#   make                      build everything into build/
+#   make check                unit tests on the host, then integration tests in
+#                             the Soft-RoCE VM; last line "N passed, N failed, N skipped"
+#   make check QUICK=1        unit tests only (VM tests skip; refused under CI=true)
+#   make demo                 the main job on the Soft-RoCE testbed
+#   make install              PREFIX DESTDIR SBINDIR BINDIR LIBDIR SYSTEMDUNITDIR MANDIR
+#   make SANITIZE=address,undefined    make V=1    make WERROR=1
+.SUFFIXES:
+
+PREFIX         ?= /usr/local
+SBINDIR        ?= $(PREFIX)/sbin
+BINDIR         ?= $(PREFIX)/bin
+LIBDIR         ?= $(PREFIX)/lib
+INCLUDEDIR     ?= $(PREFIX)/include
+MANDIR         ?= $(PREFIX)/share/man
+SYSCONFDIR     ?= /etc
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+DESTDIR        ?=
+
+B := build
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := cc
+endif
+
+WARNINGS := -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes \
+	-Wmissing-declarations -Wwrite-strings -Wpointer-arith -Wold-style-definition \
+	-Wredundant-decls -Wnested-externs -Wcast-align -Wundef -Wno-unused-parameter \
+	-Wno-missing-field-initializers
+CSTD     := -std=c11 -D_GNU_SOURCE
+OPTFLAGS ?= -O2 -g
+CFLAGS   ?=
+LDFLAGS  ?=
+ALL_CFLAGS := $(CSTD) $(OPTFLAGS) $(WARNINGS) -fPIC -MMD -MP -I. -Icommon $(CFLAGS)
+ifeq ($(WERROR),1)
+ALL_CFLAGS += -Werror
+endif
+ifneq ($(SANITIZE),)
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+LDFLAGS    += -fsanitize=$(SANITIZE)
+endif
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-7s %s\n' $(1) $(2)
+endif
+
+# ---------------------------------------------------------------- shim
+SHIM_SRCS := $(wildcard shim/*.c) common/proto.c
+SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
+SHIM_LIB  := $(B)/libjustitia.so
+SHIM_LIBS := -libverbs -ljansson -ldl -pthread
+
+# ---------------------------------------------------------------- daemon, justctl
+COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/log.o
+DAEMON_SRCS := $(wildcard daemon/*.c)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
+DAEMON      := $(B)/justitiad
+DAEMON_LIBS := -lev -ljansson
+JUSTCTL     := $(B)/justctl
+JUSTCTL_LIBS := -ljansson
+
+# ---------------------------------------------------------------- test programs
+PROG_SRCS := $(wildcard tests/progs/*.c)
+PROGS     := $(PROG_SRCS:tests/progs/%.c=$(B)/tests/%)
+PROG_LIBS := -libverbs -lrdmacm -ljansson -lpthread
+
+# ---------------------------------------------------------------- unit tests
+# tests/unit/test_<module>.c #includes the module's .c to reach its statics,
+# so each test binary links only cmocka and the libraries the module needs.
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNITS     := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%)
+UNIT_LIBS := -lcmocka -ljansson -lev -libverbs -ldl -pthread
+
+TARGETS := $(SHIM_LIB) $(DAEMON) $(JUSTCTL) $(PROGS) $(UNITS)
+
+all: $(TARGETS)
+
+# Rebuild everything when the compiler or flags change (SANITIZE=, WERROR=...).
+$(B)/.flags: FORCE
+	@mkdir -p $(B)
+	@echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(LDFLAGS)' > $@
+
+$(B)/obj/%.o: %.c $(B)/.flags
+	$(call msg,CC,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(SHIM_LIB): $(SHIM_OBJS) shim/libjustitia.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -o $@ $(SHIM_OBJS) -Wl,--version-script=shim/libjustitia.map \
+		-Wl,-z,defs -Wl,-z,now $(LDFLAGS) $(SHIM_LIBS)
+
+$(DAEMON): $(DAEMON_OBJS) $(COMMON_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
+
+$(JUSTCTL): $(B)/obj/tools/justctl.o $(COMMON_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
+
+$(B)/tests/%: $(B)/obj/tests/progs/%.o $(COMMON_OBJS)
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(PROG_LIBS)
+
+$(B)/tests/unit/%: $(B)/obj/tests/unit/%.o
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
+
+# ---------------------------------------------------------------- fuzz targets
+# libFuzzer targets (clang); `make fuzz` builds them, `make check` runs each
+# briefly from its seed corpus (tests/fuzz/corpus/<name>/).
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
+FUZZ_CC   ?= clang
+
+fuzz: $(FUZZERS)
+
+$(B)/fuzz/%: tests/fuzz/%.c $(B)/.flags
+	$(call msg,FUZZ,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< -ljansson
+
+# ---------------------------------------------------------------- check / demo
+# Both README commands start by installing what is missing (tools/install-deps),
+# then build, then run.  The build runs in a sub-make so it happens after the
+# packages (headers, libraries) are there.
+check:
+	$(Q)tools/install-deps
+	$(Q)$(MAKE) --no-print-directory all fuzz
+	$(Q)QUICK=$(QUICK) tests/run-check
+
+check-unit:
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/run-check --unit
+
+demo:
+	$(Q)tools/install-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tools/demo
+
+# ---------------------------------------------------------------- install
+install: all
+	install -d $(DESTDIR)$(LIBDIR)/justitia $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
+		$(DESTDIR)$(PREFIX)/share/doc/justitia
+	install -m 0755 $(SHIM_LIB) $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so
+	install -m 0755 $(DAEMON) $(DESTDIR)$(SBINDIR)/justitiad
+	install -m 0755 $(JUSTCTL) $(DESTDIR)$(BINDIR)/justctl
+	install -m 0644 docs/libjustitia.7 $(DESTDIR)$(MANDIR)/man7/libjustitia.7
+	install -m 0644 docs/justitiad.8 docs/justctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/justitiad.json.5.md docs/protocol.md \
+		$(DESTDIR)$(PREFIX)/share/doc/justitia/
+	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		systemd/justitiad.service > $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+	sed -e 's|@LIBDIR@|$(LIBDIR)|g' systemd/justitia-preload.conf.example \
+		> $(DESTDIR)$(PREFIX)/share/doc/justitia/justitia-preload.conf.example
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so $(DESTDIR)$(SBINDIR)/justitiad \
+		$(DESTDIR)$(BINDIR)/justctl $(DESTDIR)$(MANDIR)/man7/libjustitia.7 \
+		$(DESTDIR)$(MANDIR)/man8/justitiad.8 $(DESTDIR)$(MANDIR)/man8/justctl.8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/justitia
+	-rmdir $(DESTDIR)$(LIBDIR)/justitia
+
+clean:
+	rm -rf $(B)
+
+.PHONY: all fuzz check check-unit demo install uninstall clean FORCE
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
