@@ -1,0 +1,168 @@
+# tests/vm/lib.sh -- helpers for integration test scripts that run INSIDE the
+# justitia-vm guest (usually with --rxe).  Source it from bash:
+#
+#   . "$(dirname "$0")/../vm/lib.sh"
+#   run_pair write_bw 18515 ib_write_bw -d "$RXE_DEV0" -x "$RXE_GID" -n 200 \
+#                        -- ib_write_bw -d "$RXE_DEV1" -x "$RXE_GID" -n 200 "$RXE_IP0"
+#   run_pair rping cm:7174 rping -s -a "$RXE_IP0" -V -C 5 \
+#                      -- rping -c -a "$RXE_IP0" -V -C 5 -v
+#   jv_summary          # "N passed, M failed"; returns 1 if anything failed
+#
+# Results go to $JV_OUT (default /tmp/jv, a tmpfs in the guest -- point it at
+# a shared directory to keep them):  NAME.out/NAME.rc for run_one,
+# NAME.server.{out,rc} and NAME.client.{out,rc} for run_pair.
+# A failing test prints its outputs; JV_VERBOSE=1 prints them always.
+#
+# Settings (environment):
+#   JV_OUT       results directory                   (default /tmp/jv)
+#   JV_TIMEOUT   seconds each command may run        (default 120)
+#   JV_WAIT      seconds to wait for a listener      (default 20)
+#   JV_VERBOSE   1 = show outputs of passing tests   (default 0)
+#   JV_RESULTS   if set, every result is also appended to this file as
+#                "PASS|FAIL|SKIP [JV_CASE/]NAME DETAIL" (see run-cases)
+
+: "${JV_OUT:=/tmp/jv}"
+: "${JV_TIMEOUT:=120}"
+: "${JV_WAIT:=20}"
+: "${JV_VERBOSE:=0}"
+JV_PASSED=0
+JV_FAILED=0
+JV_FAILURES=()
+mkdir -p "$JV_OUT"
+
+jv_now() { date +%s.%N | cut -c1-14; }
+jv_secs() { awk -v a="$1" -v b="$(jv_now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# _jv_result NAME OK DETAIL: count and print one result line (OK: 1 = PASS,
+# 0 = FAIL); test scripts may call it for checks of their own
+_jv_result() {
+	# the make check driver collects results from $JV_RESULTS (run-cases)
+	if [[ -n ${JV_RESULTS:-} ]]; then
+		printf '%s %s %s\n' "$( (($2)) && echo PASS || echo FAIL)" \
+			"${JV_CASE:+$JV_CASE/}$1" "$3" >>"$JV_RESULTS"
+	fi
+	if (($2)); then
+		JV_PASSED=$((JV_PASSED + 1))
+		echo "PASS $1 ($3)"
+	else
+		JV_FAILED=$((JV_FAILED + 1))
+		JV_FAILURES+=("$1")
+		echo "FAIL $1 ($3)"
+	fi
+}
+
+# jv_skip NAME REASON: record a test that was not run (not a failure)
+jv_skip() {
+	if [[ -n ${JV_RESULTS:-} ]]; then
+		printf 'SKIP %s %s\n' "${JV_CASE:+$JV_CASE/}$1" "$2" >>"$JV_RESULTS"
+	fi
+	echo "SKIP $1 ($2)"
+}
+
+# _jv_show FILE TITLE: print a captured output, indented
+_jv_show() {
+	echo "  --- $2 ($1):"
+	sed 's/^/  | /' "$1" 2>/dev/null
+}
+
+# _jv_timeout CMD...: exec timeout(1), so call it in a subshell: ( _jv_timeout ... )
+# CMD may be a shell function: it is exported with export -f (functions it
+# calls must be exported too).  As timeout replaces the subshell, $! of a
+# backgrounded ( _jv_timeout ... ) & is timeout's pid and can be killed.
+_jv_timeout() {
+	if declare -F "$1" >/dev/null; then
+		export -f "${1?}"
+		exec timeout -k 5 "$JV_TIMEOUT" bash -c '"$@"' "$1" "$@"
+	fi
+	exec timeout -k 5 "$JV_TIMEOUT" "$@"
+}
+
+# wait_port PORT [TIMEOUT [PID]]
+#   Wait until something listens on TCP PORT (any address), as seen by
+#   `ss -Hltn`.  PORT may also be "cm:N": wait for an rdma_cm listener on port
+#   N (`rdma res show cm_id`, for rping/perftest -R/...), or "none": do not
+#   wait at all.  If PID is given, give up as soon as that process is gone.
+#   Returns 0 when the listener is up, 1 otherwise.
+wait_port() {
+	local port=$1 limit=${2:-$JV_WAIT} pid=${3:-} deadline
+	deadline=$(($(date +%s) + limit))
+	while :; do
+		case $port in
+		none) return 0 ;;
+		cm:*) rdma res show cm_id 2>/dev/null | grep -E "state LISTEN" |
+			grep -qE "src-addr [^ ]*:${port#cm:}( |$)" && return 0 ;;
+		*) [[ -n $(ss -Hltn "sport = :$port" 2>/dev/null) ]] && return 0 ;;
+		esac
+		if [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; then
+			echo "wait_port: process $pid exited before listening on $port" >&2
+			return 1
+		fi
+		if (($(date +%s) >= deadline)); then
+			echo "wait_port: nothing listens on $port after ${limit}s" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# run_one NAME CMD...
+#   Run CMD (a command or a shell function) under `timeout $JV_TIMEOUT`,
+#   output to $JV_OUT/NAME.out, exit code to $JV_OUT/NAME.rc.  PASS when it
+#   exits 0.  Returns CMD's exit code.
+run_one() {
+	local name=$1 t0 rc=0
+	shift
+	t0=$(jv_now)
+	(_jv_timeout "$@") >"$JV_OUT/$name.out" 2>&1 || rc=$?
+	echo "$rc" >"$JV_OUT/$name.rc"
+	_jv_result "$name" $((rc == 0)) "rc $rc, $(jv_secs "$t0")s"
+	if ((rc != 0 || JV_VERBOSE)); then _jv_show "$JV_OUT/$name.out" "$*"; fi
+	return "$rc"
+}
+
+# run_pair NAME PORT SERVER_CMD... -- CLIENT_CMD...
+#   Start SERVER_CMD in the background (under timeout), wait for its listener
+#   (PORT as for wait_port), run CLIENT_CMD (under timeout), then wait for the
+#   server to finish.  PASS when both exit 0.  Outputs and exit codes go to
+#   $JV_OUT/NAME.{server,client}.{out,rc}; a client that never ran gets rc 125.
+#   Returns 0 on PASS, 1 otherwise.
+run_pair() {
+	local name=$1 port=$2 t0 spid src=0 crc=0
+	local -a server=()
+	shift 2
+	while (($#)) && [[ $1 != -- ]]; do
+		server+=("$1")
+		shift
+	done
+	if (($# < 2 || ${#server[@]} == 0)); then
+		echo "run_pair: usage: run_pair NAME PORT SERVER_CMD... -- CLIENT_CMD..." >&2
+		return 2
+	fi
+	shift # the --
+	local out=$JV_OUT/$name
+	t0=$(jv_now)
+	(_jv_timeout "${server[@]}") >"$out.server.out" 2>&1 &
+	spid=$!
+	if wait_port "$port" "$JV_WAIT" "$spid" 2>"$out.client.out"; then
+		(_jv_timeout "$@") >"$out.client.out" 2>&1 || crc=$?
+	else
+		crc=125
+		kill "$spid" 2>/dev/null
+	fi
+	wait "$spid" || src=$?
+	echo "$src" >"$out.server.rc"
+	echo "$crc" >"$out.client.rc"
+	_jv_result "$name" $((src == 0 && crc == 0)) "server rc $src, client rc $crc, $(jv_secs "$t0")s"
+	if ((src != 0 || crc != 0 || JV_VERBOSE)); then
+		_jv_show "$out.server.out" "server: ${server[*]}"
+		_jv_show "$out.client.out" "client: $*"
+	fi
+	((src == 0 && crc == 0))
+}
+
+# jv_summary: print "N passed, M failed" (and the failed names); returns 1 if
+# any run_one/run_pair failed, so it can be a script's last command.
+jv_summary() {
+	echo "$JV_PASSED passed, $JV_FAILED failed${JV_FAILURES[*]:+ (${JV_FAILURES[*]})}"
+	((JV_FAILED == 0))
+}
