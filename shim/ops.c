@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+/* Per-context interception.  ibv_post_send, ibv_post_recv and ibv_poll_cq are
+ * static inlines that call ctx->ops.<fn>, and ibv_create_qp_ex calls the
+ * verbs_context's create_qp_ex pointer: the shim replaces those pointers in
+ * every context it sees and keeps the provider's originals in the context's
+ * record.  In this version the wrappers only count; they never change what
+ * the provider sees or returns. */
+#include "shim.h"
+#include "client.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+__thread int shim_busy;
+
+static int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct shim_ctx *c = shim_ctx_find(qp->context);
+	struct shim_qp *q;
+	int rc;
+
+	if (!c) {
+		/* Cannot happen for a context we patched; refuse rather than crash. */
+		shim_log_once("post_send on an unknown context");
+		*bad = wr;
+		return EINVAL;
+	}
+	*bad = NULL;
+	rc = c->post_send(qp, wr, bad);
+	q = shim_qp_find(qp->context, qp->qp_num);
+	if (q) {
+		uint64_t bytes, n = stats_account_send(&q->st, wr, rc ? *bad : NULL, rc, &bytes);
+
+		shim_ops_publish(q, n, bytes);
+	}
+	return rc;
+}
+
+static int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct shim_ctx *c = shim_ctx_find(qp->context);
+	struct shim_qp *q;
+	int rc;
+
+	if (!c) {
+		shim_log_once("post_recv on an unknown context");
+		*bad = wr;
+		return EINVAL;
+	}
+	*bad = NULL;
+	rc = c->post_recv(qp, wr, bad);
+	q = shim_qp_find(qp->context, qp->qp_num);
+	if (q) {
+		if (rc && !*bad)
+			return rc; /* nothing known to be posted */
+		stats_account_recv(&q->st, wr, rc ? *bad : NULL);
+	}
+	return rc;
+}
+
+static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct shim_ctx *c = shim_ctx_find(cq->context);
+	int got;
+
+	if (!c) {
+		shim_log_once("poll_cq on an unknown context");
+		return -1;
+	}
+	got = c->poll_cq(cq, n, wc);
+	for (int i = 0; i < got; i++) {
+		struct shim_qp *q = shim_qp_find(cq->context, wc[i].qp_num);
+
+		if (q)
+			stats_account_wc(&q->st, &wc[i]);
+	}
+	return got;
+}
+
+static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+{
+	struct shim_ctx *c = shim_ctx_find(ctx);
+	struct ibv_qp *qp;
+
+	if (!c || !c->create_qp_ex) {
+		shim_log_once("create_qp_ex on an unknown context");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = c->create_qp_ex(ctx, attr);
+	if (qp && !shim_busy)
+		shim_ops_track_qp(qp, "ibv_create_qp_ex");
+	return qp;
+}
+
+void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
+{
+	struct jst_flow_stats *s = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+
+	if (s && wrs) {
+		atomic_fetch_add_explicit(&s->ops, wrs, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
+	}
+}
+
+struct shim_ctx *shim_ops_attach(struct ibv_context *ctx)
+{
+	struct verbs_context *vctx;
+	struct shim_ctx *c;
+	int created;
+
+	c = shim_ctx_find(ctx);
+	if (c)
+		return c;
+	c = shim_ctx_get(ctx, &created);
+	if (!c) {
+		shim_log_once("out of memory: device context left unmanaged");
+		return NULL;
+	}
+	if (!created)
+		return c;
+	vctx = verbs_get_ctx_op(ctx, create_qp_ex);
+	if (vctx) {
+		c->create_qp_ex = vctx->create_qp_ex;
+		vctx->create_qp_ex = shim_create_qp_ex;
+	}
+	ctx->ops.post_send = shim_post_send;
+	ctx->ops.post_recv = shim_post_recv;
+	ctx->ops.poll_cq = shim_poll_cq;
+	shim_log("attached to %s", c->device);
+	return c;
+}
+
+struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via)
+{
+	struct shim_ctx *c = shim_ops_attach(qp->context);
+	struct shim_qp *q;
+
+	if (!c)
+		return NULL;
+	q = shim_qp_add(c, qp, created_via);
+	if (!q) {
+		shim_log_once("out of memory: QP left untracked");
+		return NULL;
+	}
+	shim_client_qp_created(q, qp);
+	return q;
+}

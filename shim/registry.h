@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* The shim's view of the application's verbs objects: one record per opened
+ * device context (with the provider's original ops) and one per QP (with its
+ * counters), found from the hot path without locks. */
+#ifndef JUSTITIA_SHIM_REGISTRY_H
+#define JUSTITIA_SHIM_REGISTRY_H
+
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+
+#include "shm_abi.h"
+#include "stats.h"
+
+typedef int (*post_send_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
+typedef int (*post_recv_fn)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **);
+typedef int (*poll_cq_fn)(struct ibv_cq *, int, struct ibv_wc *);
+typedef struct ibv_qp *(*create_qp_ex_fn)(struct ibv_context *, struct ibv_qp_init_attr_ex *);
+
+struct shim_ctx {
+	struct shim_ctx *_Atomic next;        /* all records; never freed */
+	struct ibv_context *_Atomic ctx;      /* NULL: closed, reusable */
+	post_send_fn post_send;               /* provider originals */
+	post_recv_fn post_recv;
+	poll_cq_fn poll_cq;
+	create_qp_ex_fn create_qp_ex;         /* NULL if the provider has none */
+	char device[IBV_SYSFS_NAME_MAX];
+};
+
+/* Provider originals of the ibv_qp_ex function pointers the shim wraps. */
+struct shim_qpex_orig {
+	void (*wr_atomic_cmp_swp)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t);
+	void (*wr_atomic_fetch_add)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t);
+	void (*wr_bind_mw)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t,
+			   const struct ibv_mw_bind_info *);
+	void (*wr_local_inv)(struct ibv_qp_ex *, uint32_t);
+	void (*wr_rdma_read)(struct ibv_qp_ex *, uint32_t, uint64_t);
+	void (*wr_rdma_write)(struct ibv_qp_ex *, uint32_t, uint64_t);
+	void (*wr_rdma_write_imm)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32);
+	void (*wr_send)(struct ibv_qp_ex *);
+	void (*wr_send_imm)(struct ibv_qp_ex *, __be32);
+	void (*wr_send_inv)(struct ibv_qp_ex *, uint32_t);
+	void (*wr_send_tso)(struct ibv_qp_ex *, void *, uint16_t, uint16_t);
+	void (*wr_set_inline_data)(struct ibv_qp_ex *, void *, size_t);
+	void (*wr_set_inline_data_list)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *);
+	void (*wr_set_sge)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t);
+	void (*wr_set_sge_list)(struct ibv_qp_ex *, size_t, const struct ibv_sge *);
+	void (*wr_start)(struct ibv_qp_ex *);
+	int (*wr_complete)(struct ibv_qp_ex *);
+	void (*wr_abort)(struct ibv_qp_ex *);
+	void (*wr_atomic_write)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *);
+};
+
+struct shim_qp {
+	struct shim_qp *_Atomic next;         /* hash chain */
+	_Atomic unsigned gen;                 /* odd while the key changes */
+	struct ibv_context *_Atomic ctx;      /* key part 1; NULL: free record */
+	_Atomic uint32_t qpn;                 /* key part 2 */
+	struct shim_ctx *sctx;
+	enum ibv_qp_type type;
+	const char *created_via;              /* "ibv_create_qp", ... (static) */
+	struct stats_qp st;
+	struct ibv_qp_ex *_Atomic qpx;        /* set once its wr_* are wrapped */
+	struct shim_qpex_orig orig;
+	struct stats_batch batch;
+	/* registration with justitiad (client.c) */
+	unsigned port;
+	uint32_t flow_id;                     /* 0: not registered */
+	struct jst_flow_stats *_Atomic shm_stats; /* our counter slot, or NULL */
+	struct shim_qp *free_next;
+};
+
+/* Context records.  shim_ctx_find() is lock free. */
+struct shim_ctx *shim_ctx_find(const struct ibv_context *ctx);
+/* Find or create the record of @ctx; the caller then patches the ops. */
+struct shim_ctx *shim_ctx_get(struct ibv_context *ctx, int *created);
+/* Close @ctx with @close_fn and forget its record, atomically w.r.t. opens. */
+int shim_ctx_close(struct ibv_context *ctx, int (*close_fn)(struct ibv_context *));
+
+/* QP records, keyed by (context, QP number).  shim_qp_find() is lock free;
+ * a lookup racing with the destruction of another QP may miss (the caller
+ * then passes the call through uncounted), it never returns a wrong record. */
+struct shim_qp *shim_qp_find(const struct ibv_context *ctx, uint32_t qpn);
+/* Same, but never misses a live QP (takes the lock after a lock-free miss). */
+struct shim_qp *shim_qp_find_sure(const struct ibv_context *ctx, uint32_t qpn);
+struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
+			    const char *created_via);
+/* Destroy @qp with @destroy and, if that worked, forget its record (its
+ * counters are kept for the report).  Returns what @destroy returned. */
+int shim_qp_destroy(struct ibv_qp *qp, int (*destroy)(struct ibv_qp *));
+
+/* Snapshots of every QP seen (live and destroyed), for the report.  Returns
+ * a malloc'ed array (caller frees) and its length, or NULL. */
+struct stats_snapshot *shim_registry_snapshot(size_t *n, struct stats_snapshot *overflow,
+					      uint64_t *n_overflow);
+
+/* Call @fn for every live QP record, under the registry lock. */
+void shim_registry_foreach(int (*fn)(struct shim_qp *q));
+
+/* fork(): keep the registry lock consistent in the child. */
+void shim_registry_atfork_prepare(void);
+void shim_registry_atfork_parent(void);
+void shim_registry_atfork_child(void);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal interfaces between the shim's modules. */
+#ifndef JUSTITIA_SHIM_H
+#define JUSTITIA_SHIM_H
+
+#include <infiniband/verbs.h>
+
+#include "registry.h"
+
+/* Set while the shim itself calls into verbs, so that its own work is
+ * neither counted nor intercepted again. */
+extern __thread int shim_busy;
+
+/* Take over the ops of a context (idempotent).  Returns its record or NULL
+ * when it cannot be tracked (the context then stays untouched). */
+struct shim_ctx *shim_ops_attach(struct ibv_context *ctx);
+/* Record a QP the application created; attaches its context if needed. */
+struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via);
+
+/* Add posted WRs to the flow's counters in the daemon's shared memory. */
+void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes);
+
+/* Wrap the wr_* pointers of @qpx (idempotent). */
+void shim_qpex_wrap(struct shim_qp *q, struct ibv_qp_ex *qpx);
+
+#endif

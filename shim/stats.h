@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-QP work-request accounting and the JUSTITIA_STATS JSON report. */
+#ifndef JUSTITIA_SHIM_STATS_H
+#define JUSTITIA_SHIM_STATS_H
+
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum stats_op {
+	STATS_OP_RDMA_WRITE,
+	STATS_OP_RDMA_WRITE_WITH_IMM,
+	STATS_OP_SEND,
+	STATS_OP_SEND_WITH_IMM,
+	STATS_OP_RDMA_READ,
+	STATS_OP_ATOMIC_CMP_AND_SWP,
+	STATS_OP_ATOMIC_FETCH_AND_ADD,
+	STATS_OP_LOCAL_INV,
+	STATS_OP_BIND_MW,
+	STATS_OP_SEND_WITH_INV,
+	STATS_OP_TSO,
+	STATS_OP_ATOMIC_WRITE,
+	STATS_OP_OTHER,
+	STATS_OP_MAX
+};
+
+struct stats_counter {
+	atomic_uint_fast64_t wrs;
+	atomic_uint_fast64_t bytes;
+};
+
+/* Counters of one QP.  Updated with relaxed atomics: several threads may
+ * post to one QP (verbs are thread safe), the report only needs totals. */
+struct stats_qp {
+	struct stats_counter op[STATS_OP_MAX];
+	atomic_uint_fast64_t post_calls;   /* ibv_post_send + ibv_wr_complete calls */
+	atomic_uint_fast64_t classic_wrs;  /* WRs that went through ibv_post_send */
+	atomic_uint_fast64_t wr_api_wrs;   /* WRs that went through ibv_wr_* */
+	atomic_uint_fast64_t failed_posts; /* post calls that returned an error */
+	struct stats_counter recv;
+	atomic_uint_fast64_t cqe_send;
+	atomic_uint_fast64_t cqe_recv;
+	atomic_uint_fast64_t cqe_error;
+};
+
+/* WRs of one ibv_wr_start .. ibv_wr_complete batch, not yet posted.  The
+ * verbs API requires the application to serialise a batch per QP, so this
+ * needs no atomics. */
+struct stats_batch {
+	uint64_t wrs[STATS_OP_MAX];
+	uint64_t bytes[STATS_OP_MAX];
+	int cur_op; /* op of the WR whose SGEs are being set, -1 before any */
+};
+
+/* A plain (non-atomic) copy of a QP's counters with its identity, for the
+ * report and for QPs that no longer exist. */
+struct stats_snapshot {
+	char device[IBV_SYSFS_NAME_MAX];
+	uint32_t qpn;
+	enum ibv_qp_type type;
+	const char *created_via; /* static string */
+	int destroyed;
+	struct {
+		uint64_t wrs, bytes;
+	} op[STATS_OP_MAX];
+	uint64_t post_calls, classic_wrs, wr_api_wrs, failed_posts;
+	uint64_t recv_wrs, recv_bytes;
+	uint64_t cqe_send, cqe_recv, cqe_error;
+};
+
+enum stats_op stats_op_from_wr(enum ibv_wr_opcode opcode);
+const char *stats_op_name(enum stats_op op);
+
+/* Account the WRs of a classic post list.  @bad is the failing WR reported
+ * by the provider (NULL when the call succeeded): WRs before it were posted. */
+/* Returns the number of WRs counted as posted, their bytes in *bytes. */
+uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
+			    const struct ibv_send_wr *bad, int rc, uint64_t *bytes);
+void stats_account_recv(struct stats_qp *st, const struct ibv_recv_wr *wr,
+			const struct ibv_recv_wr *bad);
+void stats_account_wc(struct stats_qp *st, const struct ibv_wc *wc);
+
+void stats_batch_reset(struct stats_batch *b);
+void stats_batch_wr(struct stats_batch *b, enum stats_op op);
+void stats_batch_bytes(struct stats_batch *b, uint64_t bytes);
+/* ibv_wr_complete returned @rc: on success every WR of the batch was posted. */
+/* Returns the number of WRs posted, their bytes in *bytes. */
+uint64_t stats_batch_commit(struct stats_qp *st, struct stats_batch *b, int rc, uint64_t *bytes);
+
+void stats_snapshot_take(struct stats_snapshot *s, const struct stats_qp *st);
+void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot *s);
+
+/* Write the report.  Returns 0 or -errno. */
+int stats_write_json(FILE *f, int pid, const char *comm,
+		     const struct stats_snapshot *qps, size_t n,
+		     const struct stats_snapshot *overflow, uint64_t n_overflow);
+
+/* Expand "%p" to the pid and "%%" to "%" in a JUSTITIA_STATS path. */
+int stats_expand_path(char *out, size_t len, const char *tmpl, int pid);
+
+#endif

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of the shim's interception (shim/ops.c, shim/qpex.c,
+ * shim/registry.c) against a fake provider context: no RDMA device needed.
+ * The point: the shim must pass every call through unchanged (arguments,
+ * return codes, bad_wr, completions) and count exactly what was posted. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+
+#include "../../shim/log.c"
+#include "../../shim/stats.c"
+#include "../../shim/registry.c"
+#include "../../shim/ops.c"
+#include "../../shim/qpex.c"
+#include "../../shim/client.c"
+#include "../../common/proto.c"
+
+/* ------------------------------------------------------------ fake provider */
+static struct {
+	int post_send_rc, post_recv_rc, send_calls, recv_calls;
+	struct ibv_send_wr *bad_send_at;
+	struct ibv_wc wcs[4];
+	int n_wcs;
+	char trace[256];
+	struct ibv_qp created;
+} fake;
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	fake.send_calls++;
+	if (fake.post_send_rc)
+		*bad = fake.bad_send_at;
+	return fake.post_send_rc;
+}
+
+static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	fake.recv_calls++;
+	if (fake.post_recv_rc)
+		*bad = wr;
+	return fake.post_recv_rc;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = n < fake.n_wcs ? n : fake.n_wcs;
+
+	memcpy(wc, fake.wcs, got * sizeof(*wc));
+	return got;
+}
+
+static struct ibv_qp *fake_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a)
+{
+	fake.created.context = ctx;
+	fake.created.qp_num = 99;
+	fake.created.qp_type = a->qp_type;
+	return &fake.created;
+}
+
+static void trace(const char *s)
+{
+	strncat(fake.trace, s, sizeof(fake.trace) - strlen(fake.trace) - 1);
+}
+
+static void f_start(struct ibv_qp_ex *q) { trace("start;"); }
+static int f_complete(struct ibv_qp_ex *q) { trace("complete;"); return fake.post_send_rc; }
+static void f_abort(struct ibv_qp_ex *q) { trace("abort;"); }
+static void f_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	char b[64];
+
+	snprintf(b, sizeof(b), "write(%u,%llu);", rkey, (unsigned long long)addr);
+	trace(b);
+}
+static void f_send(struct ibv_qp_ex *q) { trace("send;"); }
+static void f_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t len)
+{
+	char b[64];
+
+	snprintf(b, sizeof(b), "sge(%u,%u);", lkey, len);
+	trace(b);
+}
+static void f_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg) { trace("sgl;"); }
+
+static struct ibv_device fake_dev = { .name = "fake0" };
+static struct verbs_context vctx;
+static struct ibv_context *ctx;
+static struct ibv_qp qp;
+
+static int setup(void **state)
+{
+	memset(&fake, 0, sizeof(fake));
+	memset(&vctx, 0, sizeof(vctx));
+	vctx.sz = sizeof(vctx);
+	vctx.create_qp_ex = fake_create_qp_ex;
+	ctx = &vctx.context;
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->device = &fake_dev;
+	ctx->ops.post_send = fake_post_send;
+	ctx->ops.post_recv = fake_post_recv;
+	ctx->ops.poll_cq = fake_poll_cq;
+	memset(&qp, 0, sizeof(qp));
+	qp.context = ctx;
+	qp.qp_num = 7;
+	qp.qp_type = IBV_QPT_RC;
+	assert_non_null(shim_ops_track_qp(&qp, "ibv_create_qp"));
+	return 0;
+}
+
+static int ok_destroy(struct ibv_qp *q) { return 0; }
+static int busy_destroy(struct ibv_qp *q) { return EBUSY; }
+static int ok_close(struct ibv_context *c) { return 0; }
+
+static int teardown(void **state)
+{
+	shim_qp_destroy(&qp, ok_destroy);
+	shim_qp_destroy(&fake.created, ok_destroy);
+	shim_ctx_close(ctx, ok_close);
+	return 0;
+}
+
+/* ------------------------------------------------------------ tests */
+static void attach_patches_every_pointer(void **state)
+{
+	assert_ptr_equal(ctx->ops.post_send, shim_post_send);
+	assert_ptr_equal(ctx->ops.post_recv, shim_post_recv);
+	assert_ptr_equal(ctx->ops.poll_cq, shim_poll_cq);
+	assert_ptr_equal(vctx.create_qp_ex, shim_create_qp_ex);
+	/* idempotent: a second attach keeps the provider's originals */
+	assert_non_null(shim_ops_attach(ctx));
+	assert_ptr_equal(shim_ctx_find(ctx)->post_send, fake_post_send);
+	assert_string_equal(shim_ctx_find(ctx)->device, "fake0");
+}
+
+static void post_send_passes_through(void **state)
+{
+	struct ibv_sge sg = { 0, 1000, 0 };
+	struct ibv_send_wr w[2] = { { .next = &w[1], .sg_list = &sg, .num_sge = 1,
+				      .opcode = IBV_WR_RDMA_WRITE },
+				    { .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE } };
+	struct ibv_send_wr *bad = (void *)1;
+	struct shim_qp *q = shim_qp_find(ctx, 7);
+
+	assert_int_equal(ibv_post_send(&qp, w, &bad), 0);
+	assert_int_equal(fake.send_calls, 1);
+	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].wrs, 2);
+	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].bytes, 2000);
+
+	/* the provider's error and bad_wr come back untouched */
+	fake.post_send_rc = ENOMEM;
+	fake.bad_send_at = &w[1];
+	assert_int_equal(ibv_post_send(&qp, w, &bad), ENOMEM);
+	assert_ptr_equal(bad, &w[1]);
+	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].wrs, 3);
+	assert_int_equal(q->st.failed_posts, 1);
+}
+
+static void post_recv_and_poll_pass_through(void **state)
+{
+	struct ibv_sge sg = { 0, 64, 0 };
+	struct ibv_recv_wr r = { .sg_list = &sg, .num_sge = 1 }, *bad = NULL;
+	struct ibv_cq cq = { .context = ctx };
+	struct ibv_wc wc[4];
+	struct shim_qp *q = shim_qp_find(ctx, 7);
+
+	assert_int_equal(ibv_post_recv(&qp, &r, &bad), 0);
+	fake.post_recv_rc = EINVAL;
+	assert_int_equal(ibv_post_recv(&qp, &r, &bad), EINVAL);
+	assert_ptr_equal(bad, &r);
+	assert_int_equal(q->st.recv.wrs, 1);
+
+	fake.n_wcs = 3;
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 11, .qp_num = 7, .opcode = IBV_WC_RECV, .byte_len = 64 };
+	fake.wcs[1] = (struct ibv_wc){ .wr_id = 12, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
+	fake.wcs[2] = (struct ibv_wc){ .wr_id = 13, .qp_num = 1234, .status = IBV_WC_REM_ACCESS_ERR };
+	assert_int_equal(ibv_poll_cq(&cq, 4, wc), 3);
+	assert_memory_equal(wc, fake.wcs, 3 * sizeof(*wc));
+	assert_int_equal(q->st.cqe_recv, 1);
+	assert_int_equal(q->st.cqe_send, 1);
+	assert_int_equal(q->st.cqe_error, 0); /* unknown QP 1234: not ours */
+}
+
+static void create_qp_ex_is_tracked(void **state)
+{
+	struct ibv_qp_init_attr_ex a = { .qp_type = IBV_QPT_RC,
+					 .comp_mask = IBV_QP_INIT_ATTR_PD |
+						      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS };
+	struct ibv_qp *n = ibv_create_qp_ex(ctx, &a);
+	struct shim_qp *q;
+
+	assert_ptr_equal(n, &fake.created);
+	q = shim_qp_find(ctx, 99);
+	assert_non_null(q);
+	assert_string_equal(q->created_via, "ibv_create_qp_ex");
+}
+
+static void wr_api_is_wrapped_and_counted(void **state)
+{
+	struct ibv_qp_ex qx;
+	struct ibv_sge sgl[2] = { { 0, 10, 1 }, { 0, 10, 1 } };
+	struct shim_qp *q = shim_qp_find(ctx, 7);
+
+	memset(&qx, 0, sizeof(qx));
+	qx.qp_base = qp;
+	qx.wr_start = f_start;
+	qx.wr_complete = f_complete;
+	qx.wr_abort = f_abort;
+	qx.wr_rdma_write = f_write;
+	qx.wr_send = f_send;
+	qx.wr_set_sge = f_sge;
+	qx.wr_set_sge_list = f_sge_list;
+	shim_qpex_wrap(q, &qx);
+	shim_qpex_wrap(q, &qx); /* idempotent */
+	assert_ptr_equal(q->orig.wr_start, f_start);
+	assert_null(qx.wr_rdma_read); /* unsupported stays unsupported */
+
+	ibv_wr_start(&qx);
+	ibv_wr_rdma_write(&qx, 5, 4096);
+	ibv_wr_set_sge(&qx, 3, 0, 300);
+	ibv_wr_send(&qx);
+	ibv_wr_set_sge_list(&qx, 2, sgl);
+	assert_int_equal(ibv_wr_complete(&qx), 0);
+	assert_string_equal(fake.trace, "start;write(5,4096);sge(3,300);send;sgl;complete;");
+	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].bytes, 300);
+	assert_int_equal(q->st.op[STATS_OP_SEND].bytes, 20);
+	assert_int_equal(q->st.wr_api_wrs, 2);
+
+	/* aborted and failed batches count nothing */
+	ibv_wr_start(&qx);
+	ibv_wr_send(&qx);
+	ibv_wr_abort(&qx);
+	fake.post_send_rc = EINVAL;
+	ibv_wr_start(&qx);
+	ibv_wr_send(&qx);
+	assert_int_equal(ibv_wr_complete(&qx), EINVAL);
+	assert_int_equal(q->st.wr_api_wrs, 2);
+	assert_int_equal(q->st.failed_posts, 1);
+}
+
+static void destroy_retires_and_failure_keeps(void **state)
+{
+	struct stats_snapshot *s, ov;
+	uint64_t n_ov;
+	size_t n, before;
+	struct ibv_qp other = { .context = ctx, .qp_num = 8, .qp_type = IBV_QPT_UD };
+
+	s = shim_registry_snapshot(&before, &ov, &n_ov);
+	free(s);
+	assert_non_null(shim_ops_track_qp(&other, "ibv_create_qp"));
+	assert_int_equal(shim_qp_destroy(&other, busy_destroy), EBUSY);
+	assert_non_null(shim_qp_find(ctx, 8));
+	assert_int_equal(shim_qp_destroy(&other, ok_destroy), 0);
+	assert_null(shim_qp_find(ctx, 8));
+	s = shim_registry_snapshot(&n, &ov, &n_ov);
+	assert_int_equal(n, before + 1);
+	{
+		int found = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (s[i].qpn == 8 && s[i].destroyed && s[i].type == IBV_QPT_UD)
+				found++;
+		assert_int_equal(found, 1);
+	}
+	free(s);
+}
+
+/* Readers hammer one live QP while a writer creates and destroys others in
+ * the same table: a lookup of the live QP must never return another record,
+ * and find_sure must never miss it. */
+static atomic_bool stop;
+static struct ibv_qp live = { .qp_num = 5000, .qp_type = IBV_QPT_RC };
+
+static void *reader(void *arg)
+{
+	long misses = 0;
+
+	while (!atomic_load(&stop)) {
+		struct shim_qp *q = shim_qp_find(ctx, live.qp_num);
+
+		if (!q)
+			misses++;
+		else if (atomic_load(&q->qpn) != live.qp_num || atomic_load(&q->ctx) != ctx)
+			return (void *)-1L;
+		if (!shim_qp_find_sure(ctx, live.qp_num))
+			return (void *)-2L;
+	}
+	return (void *)misses;
+}
+
+static void lock_free_lookup_under_churn(void **state)
+{
+	pthread_t t[2];
+	void *rv;
+
+	live.context = ctx;
+	assert_non_null(shim_ops_track_qp(&live, "ibv_create_qp"));
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, reader, NULL);
+	for (int round = 0; round < 20000; round++) {
+		struct ibv_qp tmp = { .context = ctx, .qp_num = 6000 + round % 300 };
+
+		assert_non_null(shim_ops_track_qp(&tmp, "ibv_create_qp"));
+		assert_int_equal(shim_qp_destroy(&tmp, ok_destroy), 0);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], &rv);
+		assert_true((long)rv >= 0);
+	}
+	assert_int_equal(shim_qp_destroy(&live, ok_destroy), 0);
+}
+
+int main(void)
+{
+	/* no daemon: registration must fail open, quietly */
+	setenv("JUSTITIA_SOCKET", "/nonexistent/justitiad.sock", 1);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(attach_patches_every_pointer, setup, teardown),
+		cmocka_unit_test_setup_teardown(post_send_passes_through, setup, teardown),
+		cmocka_unit_test_setup_teardown(post_recv_and_poll_pass_through, setup, teardown),
+		cmocka_unit_test_setup_teardown(create_qp_ex_is_tracked, setup, teardown),
+		cmocka_unit_test_setup_teardown(wr_api_is_wrapped_and_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(destroy_retires_and_failure_keeps, setup, teardown),
+		cmocka_unit_test_setup_teardown(lock_free_lookup_under_churn, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
