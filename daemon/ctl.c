@@ -1,0 +1,777 @@
+// SPDX-License-Identifier: MIT
+/* The daemon side of the control socket.
+ *
+ * Hygiene (OpenSMTPD/lldpd/chrony): the socket lives in a directory that is
+ * not world-accessible; a live socket at the path means another instance
+ * runs (we refuse to start), a dead one is stale (unlinked); the umask is
+ * tightened before bind(); SO_PEERCRED is read on every accept; mutating
+ * commands need uid 0; clients, request size and buffered output are
+ * bounded, and a misbehaving client is disconnected, never trusted. */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "justitiad.h"
+#include "log.h"
+
+#define CLIENT_MAGIC 0x4354434cu /* "CTCL" */
+#define OUT_MAX (1u << 20)       /* buffered replies per client */
+#define READ_CHUNK 16384
+#define ROOT_RESERVE 4           /* connections beyond max_clients for uid 0 */
+
+static void client_close(struct ctl_client *cl);
+
+/* ------------------------------------------------------------ output */
+
+static void client_flush(struct ctl_client *cl)
+{
+	while (cl->out_len) {
+		ssize_t n = send(cl->fd, cl->out, cl->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			log_debug(LOG_SS_CTL, "pid %d: send: %s", (int)cl->pid, strerror(errno));
+			client_close(cl);
+			return;
+		}
+		memmove(cl->out, cl->out + n, cl->out_len - (size_t)n);
+		cl->out_len -= (size_t)n;
+	}
+	if (cl->out_len) {
+		ev_io_start(cl->ctl->d->loop, &cl->ww);
+	} else {
+		ev_io_stop(cl->ctl->d->loop, &cl->ww);
+		if (cl->closing)
+			client_close(cl);
+	}
+}
+
+/* Queue a reply (consumes @msg).  Descriptors, if any, travel with its
+ * first byte, which needs an empty output queue. */
+static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int nfds)
+{
+	size_t len, off = 0;
+	char *line = proto_encode(msg, &len);
+
+	json_decref(msg);
+	if (!line) {
+		client_close(cl);
+		return;
+	}
+	if (nfds) {
+		struct iovec iov = { .iov_base = line, .iov_len = len };
+		char cbuf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				     .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		ssize_t n;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+		n = sendmsg(cl->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n <= 0) {
+			log_debug(LOG_SS_CTL, "pid %d: sendmsg: %s", (int)cl->pid, strerror(errno));
+			free(line);
+			client_close(cl);
+			return;
+		}
+		off = (size_t)n;
+	}
+	if (cl->out_len + len - off > OUT_MAX) {
+		log_warnx("pid %d does not read its replies; disconnecting", (int)cl->pid);
+		free(line);
+		client_close(cl);
+		return;
+	}
+	if (cl->out_len + len - off > cl->out_cap) {
+		size_t cap = cl->out_len + len - off + 4096;
+		char *p = realloc(cl->out, cap);
+
+		if (!p) {
+			free(line);
+			client_close(cl);
+			return;
+		}
+		cl->out = p;
+		cl->out_cap = cap;
+	}
+	memcpy(cl->out + cl->out_len, line + off, len - off);
+	cl->out_len += len - off;
+	free(line);
+	client_flush(cl);
+}
+
+/* ------------------------------------------------------------ commands */
+
+/* Commands without arguments still reject unknown members. */
+static json_t *no_args(json_t *req)
+{
+	json_error_t err;
+	json_t *id = NULL;
+	const char *cmd;
+	int v;
+
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o}", "v", &v, "cmd", &cmd, "id",
+			   &id))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	return NULL;
+}
+
+static json_t *cmd_version(struct ctl_client *cl, json_t *req)
+{
+	json_t *r = no_args(req);
+
+	if (r)
+		return r;
+	r = proto_reply_ok(req);
+
+	json_object_set_new(r, "version", json_string(JUSTITIA_VERSION));
+	json_object_set_new(r, "protocol", json_integer(PROTO_VERSION));
+	return r;
+}
+
+static json_t *jnum_or_null(uint64_t v)
+{
+	return v ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *cmd_status(struct ctl_client *cl, json_t *req)
+{
+	struct daemon *d = cl->ctl->d;
+	const struct ctrl_view *cv = &d->ctrl;
+	struct flows_counts fc;
+	json_t *r = no_args(req), *devs;
+	uint64_t max_rate = 0;
+
+	if (r)
+		return r;
+	r = proto_reply_ok(req);
+	devs = json_array();
+
+	for (size_t i = 0; i < d->cfg.n_devices; i++) {
+		const struct config_device *dv = &d->cfg.devices[i];
+
+		max_rate += dv->max_rate_bps;
+		json_array_append_new(devs, json_pack("{s:s, s:i, s:i, s:o, s:I}", "name", dv->name,
+						      "port", (int)dv->port, "gid_index", dv->gid_index,
+						      "max_rate_bps", jnum_or_null(dv->max_rate_bps),
+						      "chunk_bytes", (json_int_t)dv->chunk_default));
+	}
+	flows_count(&d->flows, &fc);
+	json_object_set_new(r, "daemon", json_pack("{s:s, s:i, s:I, s:s, s:s, s:I}",
+						   "version", JUSTITIA_VERSION, "pid", (int)getpid(),
+						   "uptime_ms",
+						   (json_int_t)((daemon_now_ns() - d->start_ns) / 1000000),
+						   "config", d->config_path, "socket", cl->ctl->path,
+						   "instance", (json_int_t)(d->instance >> 1)));
+	json_object_set_new(r, "controller", json_pack(
+		"{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:{s:s, s:o, s:o, s:I}}",
+		"mode", cv->mode ? "unattainable" : "normal",
+		"target99_ns", (json_int_t)d->cfg.controller.target99_us * 1000,
+		"current99_ns", jnum_or_null(cv->current99_ns), "p50_ns", jnum_or_null(cv->p50_ns),
+		"p999_ns", jnum_or_null(cv->p999_ns),
+		"safe_util_bps", jnum_or_null(cv->safe_util_bps ? cv->safe_util_bps : max_rate),
+		"max_rate_bps", jnum_or_null(max_rate),
+		"reference", "state", cv->ref_state ? cv->ref_state : "off",
+		"peer", cv->ref_peer[0] ? json_string(cv->ref_peer) : json_null(),
+		"error", cv->ref_error[0] ? json_string(cv->ref_error) : json_null(),
+		"samples", (json_int_t)cv->samples));
+	json_object_set_new(r, "devices", devs);
+	json_object_set_new(r, "counts", json_pack("{s:I, s:I, s:I, s:I, s:I}",
+						   "clients", (json_int_t)cl->ctl->n_clients,
+						   "flows", (json_int_t)fc.flows,
+						   "latency", (json_int_t)fc.by_class[FLOW_CLASS_LATENCY],
+						   "throughput",
+						   (json_int_t)fc.by_class[FLOW_CLASS_THROUGHPUT],
+						   "bandwidth",
+						   (json_int_t)fc.by_class[FLOW_CLASS_BANDWIDTH]));
+	json_object_set_new(r, "limits", json_pack("{s:I, s:I, s:I}",
+						   "max_clients", (json_int_t)d->cfg.limits.max_clients,
+						   "max_flows", (json_int_t)d->cfg.limits.max_flows,
+						   "max_flows_per_client",
+						   (json_int_t)d->cfg.limits.max_flows_per_client));
+	return r;
+}
+
+static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
+{
+	json_t *r = proto_reply_ok(req);
+	json_error_t err;
+	json_t *id = NULL;
+	int v, all = 0;
+	const char *cmd;
+
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?b}", "v", &v, "cmd", &cmd,
+			   "id", &id, "all", &all)) {
+		json_decref(r);
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	}
+	json_object_set_new(r, "flows", flows_to_json(&cl->ctl->d->flows));
+	return r;
+}
+
+static json_t *cmd_set(struct ctl_client *cl, json_t *req)
+{
+	struct daemon *d = cl->ctl->d;
+	json_t *target = NULL, *rate = NULL, *policy = NULL, *weight = NULL, *pid = NULL;
+	json_t *flow = NULL, *dev = NULL, *id = NULL, *changed, *r;
+	json_error_t err;
+	const char *cmd;
+	int v, n;
+
+	if (cl->uid != 0)
+		return proto_reply_error(req, PROTO_E_PERMISSION, "set needs root (uid 0), you are %u",
+					 (unsigned)cl->uid);
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o}",
+			   "v", &v, "cmd", &cmd, "id", &id, "target99_us", &target,
+			   "max_rate", &rate, "device", &dev, "policy", &policy, "weight", &weight,
+			   "pid", &pid, "flow", &flow))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	n = !!target + !!rate + !!policy + !!weight;
+	if (n != 1)
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST,
+					 "set takes exactly one of target99_us, max_rate, policy, weight");
+	changed = json_object();
+	if (target) {
+		json_int_t us = json_is_integer(target) ? json_integer_value(target) : -1;
+
+		if (us < 1 || us > 10000000) {
+			json_decref(changed);
+			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
+						 "target99_us must be an integer in 1..10000000");
+		}
+		d->cfg.controller.target99_us = (uint32_t)us;
+		json_object_set_new(changed, "target99_us", json_integer(us));
+	} else if (rate) {
+		uint64_t bps = 0;
+		size_t hit = 0;
+
+		if (json_is_integer(rate) && json_integer_value(rate) > 0)
+			bps = (uint64_t)json_integer_value(rate);
+		else if (json_is_string(rate) && config_parse_rate(json_string_value(rate), &bps))
+			bps = 0;
+		if (bps < 1000000 || bps > 1600000000000ULL || (dev && !json_is_string(dev))) {
+			json_decref(changed);
+			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
+						 "max_rate must be 1Mbit..1.6Tbit (bits/s or \"25Gbit\")");
+		}
+		for (size_t i = 0; i < d->cfg.n_devices; i++) {
+			if (dev && strcmp(d->cfg.devices[i].name, json_string_value(dev)))
+				continue;
+			d->cfg.devices[i].max_rate_bps = bps;
+			hit++;
+		}
+		if (!hit) {
+			json_decref(changed);
+			return proto_reply_error(req, PROTO_E_NOT_FOUND, "no such managed device");
+		}
+		json_object_set_new(changed, "max_rate_bps", json_integer((json_int_t)bps));
+		json_object_set_new(changed, "devices", json_integer((json_int_t)hit));
+	} else if (policy) {
+		const char *p = json_string_value(policy);
+
+		if (!p || (strcmp(p, "keep") && strcmp(p, "ignore_latency"))) {
+			json_decref(changed);
+			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
+						 "policy must be \"keep\" or \"ignore_latency\"");
+		}
+		d->cfg.controller.unattainable_policy = !strcmp(p, "keep") ? CONFIG_UNATTAINABLE_KEEP
+								: CONFIG_UNATTAINABLE_IGNORE_LATENCY;
+		json_object_set_new(changed, "policy", json_string(p));
+	} else {
+		json_int_t w = json_is_integer(weight) ? json_integer_value(weight) : 0;
+		int rc;
+
+		if (w < 1 || w > 1000 || !!pid == !!flow || (pid && !json_is_integer(pid)) ||
+		    (flow && !json_is_integer(flow))) {
+			json_decref(changed);
+			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
+						 "weight 1..1000 with exactly one of pid or flow");
+		}
+		rc = pid ? flows_set_weight_pid(&d->flows, (pid_t)json_integer_value(pid),
+						(uint32_t)w)
+			 : flows_set_weight_flow(&d->flows, (uint32_t)json_integer_value(flow),
+						 (uint32_t)w);
+		if (rc < 0) {
+			json_decref(changed);
+			return proto_reply_error(req, PROTO_E_NOT_FOUND, "no such %s",
+						 pid ? "registered pid" : "flow");
+		}
+		json_object_set_new(changed, "weight", json_integer(w));
+		json_object_set_new(changed, "flows", json_integer(pid ? rc : 1));
+	}
+	{
+		char *txt = json_dumps(changed, JSON_COMPACT);
+
+		log_info("set by uid %u (pid %d): %s", (unsigned)cl->uid, (int)cl->pid,
+			 txt ? txt : "?");
+		free(txt);
+	}
+	r = proto_reply_ok(req);
+	json_object_set_new(r, "changed", changed);
+	return r;
+}
+
+static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds)
+{
+	struct daemon *d = cl->ctl->d;
+	const char *cmd, *comm, *role;
+	json_t *id = NULL, *r;
+	json_error_t err;
+	int v, pid, rc;
+
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:i, s:s, s:s}", "v", &v,
+			   "cmd", &cmd, "id", &id, "pid", &pid, "comm", &comm, "role", &role))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	if (strcmp(role, "shim"))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "unknown role");
+	if (cl->proc || cl->out_len)
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello must come first, once");
+	if (pid != cl->pid)
+		log_debug(LOG_SS_CTL, "hello claims pid %d, socket says %d: using %d", pid,
+			  (int)cl->pid, (int)cl->pid);
+	cl->proc = flows_proc_new(&d->flows, cl->pid, cl->uid, comm, &rc);
+	if (!cl->proc)
+		return proto_reply_error(req, PROTO_E_INTERNAL, "cannot create shared memory: %s",
+					 strerror(-rc));
+	fds[0] = shm_seg_open_ro(&d->flows.global);
+	if (fds[0] < 0)
+		return proto_reply_error(req, PROTO_E_INTERNAL, "cannot share memory: %s",
+					 strerror(-fds[0]));
+	fds[1] = cl->proc->seg.fd;
+	*nfds = 2;
+	r = proto_reply_ok(req);
+	json_object_set_new(r, "instance", json_integer((json_int_t)(d->instance >> 1)));
+	json_object_set_new(r, "shm", json_pack("{s:I, s:I}", "global_size",
+						(json_int_t)d->flows.global.size, "client_size",
+						(json_int_t)cl->proc->seg.size));
+	return r;
+}
+
+static json_t *cmd_register(struct ctl_client *cl, json_t *req)
+{
+	struct flow_req fr = { 0 };
+	const char *cmd, *code;
+	json_int_t qpn;
+	json_t *id = NULL, *r;
+	json_error_t err;
+	struct flow *f;
+	char msg[160];
+	int v, port = 0, weight = 0;
+
+	if (!cl->proc)
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello first");
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:s, s?i, s:I, s:s, s?s, s?i}",
+			   "v", &v, "cmd", &cmd, "id", &id, "device", &fr.device, "port", &port,
+			   "qpn", &qpn, "qp_type", &fr.qp_type, "class", &fr.cls, "weight", &weight))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	if (port < 0 || weight < 0 || qpn < 0 || qpn > 0xffffff)
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "port, qpn or weight out of range");
+	fr.port = (unsigned)port;
+	fr.qpn = (uint32_t)qpn;
+	fr.weight = (uint32_t)weight;
+	f = flows_register(&cl->ctl->d->flows, cl->proc, &fr, &code, msg, sizeof(msg));
+	if (!f)
+		return proto_reply_error(req, code, "%s", msg);
+	r = proto_reply_ok(req);
+	json_object_set_new(r, "flow", json_integer(f->id));
+	json_object_set_new(r, "slot", json_integer(f->gslot));
+	json_object_set_new(r, "app_slot", json_integer(f->cslot));
+	json_object_set_new(r, "class", json_string(config_class_name(f->cls)));
+	json_object_set_new(r, "warning", f->warning[0] ? json_string(f->warning) : json_null());
+	return r;
+}
+
+static struct flow *own_flow(struct ctl_client *cl, json_int_t id)
+{
+	struct flow *f = id > 0 && id <= UINT32_MAX ? flows_find(&cl->ctl->d->flows, (uint32_t)id)
+						    : NULL;
+
+	return f && f->proc == cl->proc ? f : NULL;
+}
+
+static json_t *cmd_update(struct ctl_client *cl, json_t *req)
+{
+	const char *cmd, *cls = NULL, *gid = NULL, *state = NULL;
+	json_int_t fid, peer = -1;
+	json_t *id = NULL;
+	json_error_t err;
+	struct flow *f;
+	int v, port = -1;
+
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:I, s?s, s?I, s?s, s?s, s?i}",
+			   "v", &v, "cmd", &cmd, "id", &id, "flow", &fid, "class", &cls,
+			   "peer_qpn", &peer, "peer_gid", &gid, "state", &state, "port", &port))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	f = own_flow(cl, fid);
+	if (!f)
+		return proto_reply_error(req, PROTO_E_NOT_FOUND, "no flow %lld of yours",
+					 (long long)fid);
+	if (cls) {
+		enum flow_class c;
+
+		if (config_class_parse(cls, &c))
+			return proto_reply_error(req, PROTO_E_BAD_REQUEST, "unknown class");
+		f->cls = c;
+		f->class_from_app = 1;
+	}
+	if (peer >= 0 && peer <= 0xffffff)
+		f->peer_qpn = peer;
+	if (port >= 1 && port <= 255)
+		f->port = (unsigned)port;
+	if (gid && strlen(gid) < sizeof(f->peer_gid))
+		snprintf(f->peer_gid, sizeof(f->peer_gid), "%s", gid);
+	if (state && strlen(state) < sizeof(f->state))
+		snprintf(f->state, sizeof(f->state), "%s", state);
+	flows_publish(&cl->ctl->d->flows, f);
+	return proto_reply_ok(req);
+}
+
+static json_t *cmd_unregister(struct ctl_client *cl, json_t *req)
+{
+	const char *cmd;
+	json_int_t fid;
+	json_t *id = NULL;
+	json_error_t err;
+	struct flow *f;
+	int v;
+
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:I}", "v", &v, "cmd", &cmd,
+			   "id", &id, "flow", &fid))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	f = own_flow(cl, fid);
+	if (!f)
+		return proto_reply_error(req, PROTO_E_NOT_FOUND, "no flow %lld of yours",
+					 (long long)fid);
+	flows_unregister(&cl->ctl->d->flows, f);
+	return proto_reply_ok(req);
+}
+
+static void dispatch(struct ctl_client *cl, const char *line, size_t len)
+{
+	int fds[PROTO_MAX_FDS], nfds = 0, ro_fd = -1;
+	const char *cmd, *code;
+	char msg[256];
+	json_t *req, *r;
+
+	req = proto_parse_request(line, len, &cmd, &code, msg, sizeof(msg));
+	if (!req) {
+		log_debug(LOG_SS_CTL, "pid %d: %s: %s", (int)cl->pid, code, msg);
+		client_reply(cl, proto_reply_invalid(line, len, code, msg), NULL, 0);
+		return;
+	}
+	log_debug(LOG_SS_CTL, "pid %d uid %u: %s", (int)cl->pid, (unsigned)cl->uid, cmd);
+	if (!strcmp(cmd, "version"))
+		r = cmd_version(cl, req);
+	else if (!strcmp(cmd, "status"))
+		r = cmd_status(cl, req);
+	else if (!strcmp(cmd, "flows"))
+		r = cmd_flows(cl, req);
+	else if (!strcmp(cmd, "set"))
+		r = cmd_set(cl, req);
+	else if (!strcmp(cmd, "hello"))
+		r = cmd_hello(cl, req, fds, &nfds);
+	else if (!strcmp(cmd, "register_qp"))
+		r = cmd_register(cl, req);
+	else if (!strcmp(cmd, "update_qp"))
+		r = cmd_update(cl, req);
+	else if (!strcmp(cmd, "unregister_qp"))
+		r = cmd_unregister(cl, req);
+	else
+		r = proto_reply_error(req, PROTO_E_UNKNOWN_COMMAND, "unknown command \"%.64s\"", cmd);
+	if (nfds)
+		ro_fd = fds[0];
+	json_decref(req);
+	client_reply(cl, r, fds, nfds);
+	if (ro_fd >= 0)
+		close(ro_fd); /* the client has its own copy now */
+}
+
+/* ------------------------------------------------------------ connections */
+
+static void client_close(struct ctl_client *cl)
+{
+	struct ctl *c = cl->ctl;
+	struct ctl_client **pp;
+
+	if (cl->magic != CLIENT_MAGIC)
+		return;
+	ev_io_stop(c->d->loop, &cl->rw);
+	ev_io_stop(c->d->loop, &cl->ww);
+	for (pp = &c->clients; *pp; pp = &(*pp)->next)
+		if (*pp == cl) {
+			*pp = cl->next;
+			break;
+		}
+	c->n_clients--;
+	if (cl->proc) {
+		log_debug(LOG_SS_FLOW, "pid %d disconnected: freeing %zu flows", (int)cl->pid,
+			  cl->proc->n_flows);
+		flows_proc_free(&c->d->flows, cl->proc);
+	}
+	close(cl->fd);
+	proto_linebuf_free(&cl->in);
+	free(cl->out);
+	cl->magic = 0;
+	free(cl);
+}
+
+static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *cl = w->data;
+	char buf[READ_CHUNK], *line;
+	size_t len;
+	ssize_t n;
+	int rc;
+
+	if (cl->magic != CLIENT_MAGIC)
+		return;
+	n = recv(cl->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		client_close(cl);
+		return;
+	}
+	if (cl->closing)
+		return; /* ignore input after a fatal error */
+	rc = proto_linebuf_feed(&cl->in, buf, (size_t)n);
+	/* answer the complete requests first; client_reply may close the
+	 * client, so re-check the magic each round */
+	while (cl->magic == CLIENT_MAGIC && !cl->closing &&
+	       proto_linebuf_next(&cl->in, &line, &len) == 1) {
+		dispatch(cl, line, len);
+		free(line);
+	}
+	if (rc == -EMSGSIZE && cl->magic == CLIENT_MAGIC && !cl->closing) {
+		log_warnx("pid %d sent a request over %zu bytes; disconnecting", (int)cl->pid,
+			  cl->in.max);
+		cl->closing = 1;
+		ev_io_stop(loop, &cl->rw);
+		client_reply(cl, proto_reply_error(NULL, PROTO_E_TOO_LARGE,
+						   "request longer than %zu bytes", cl->in.max),
+			     NULL, 0);
+	}
+}
+
+static void client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *cl = w->data;
+
+	if (cl->magic == CLIENT_MAGIC)
+		client_flush(cl);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl *c = w->data;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct ctl_client *cl;
+	int fd;
+
+	fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			log_warn("accept");
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		log_warn("SO_PEERCRED");
+		close(fd);
+		return;
+	}
+	/* root's justctl gets a few connections beyond the limit, so that an
+	 * operator can still look when shims have taken every slot */
+	if (c->n_clients >= c->d->cfg.limits.max_clients + (cred.uid == 0 ? ROOT_RESERVE : 0)) {
+		json_t *e = proto_reply_error(NULL, PROTO_E_LIMIT, "too many clients (max_clients %u)",
+					      c->d->cfg.limits.max_clients);
+		size_t l;
+		char *line = proto_encode(e, &l);
+
+		json_decref(e);
+		log_warnx("refusing pid %d: max_clients %u reached", (int)cred.pid,
+			  c->d->cfg.limits.max_clients);
+		if (line && send(fd, line, l, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			/* best effort: the client learns why from the reply */
+		}
+		free(line);
+		close(fd);
+		return;
+	}
+	cl = calloc(1, sizeof(*cl));
+	if (!cl) {
+		close(fd);
+		return;
+	}
+	cl->magic = CLIENT_MAGIC;
+	cl->fd = fd;
+	cl->ctl = c;
+	cl->pid = cred.pid;
+	cl->uid = cred.uid;
+	cl->gid = cred.gid;
+	proto_linebuf_init(&cl->in, c->d->cfg.limits.max_request_bytes);
+	ev_io_init(&cl->rw, client_read_cb, fd, EV_READ);
+	ev_io_init(&cl->ww, client_write_cb, fd, EV_WRITE);
+	cl->rw.data = cl;
+	cl->ww.data = cl;
+	ev_io_start(loop, &cl->rw);
+	cl->next = c->clients;
+	c->clients = cl;
+	c->n_clients++;
+	log_debug(LOG_SS_CTL, "connection from pid %d uid %u", (int)cred.pid, (unsigned)cred.uid);
+}
+
+/* ------------------------------------------------------------ setup */
+
+static int secure_dir(const char *dir, gid_t gid)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0750) && errno != EEXIST) {
+		log_warn("cannot create %s", dir);
+		return -errno;
+	}
+	if (lstat(dir, &st)) {
+		log_warn("%s", dir);
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		log_warnx("%s is not a directory owned by uid %u: control socket disabled", dir,
+			  (unsigned)geteuid());
+		return -EPERM;
+	}
+	/* ours: make it 0750 root:<socket_group> (0700 without a group) */
+	if (chown(dir, (uid_t)-1, gid) || chmod(dir, gid != (gid_t)-1 ? 0750 : 0700)) {
+		log_warn("cannot secure %s", dir);
+		return -errno;
+	}
+	return 0;
+}
+
+static int stale_check(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st)) {
+		return errno == ENOENT ? 0 : -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		log_warnx("%s exists and is not a socket; not touching it", path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (rc == 0) {
+		log_warnx("another justitiad answers on %s", path);
+		return -EADDRINUSE;
+	}
+	if (errno != ECONNREFUSED) {
+		log_warn("probing %s", path);
+		return -errno;
+	}
+	log_info("removing stale socket %s", path);
+	return unlink(path) ? -errno : 0;
+}
+
+int ctl_open(struct ctl *c, struct daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	gid_t gid = (gid_t)-1;
+	char dir[sizeof(c->path)], *slash;
+	mode_t old;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->d = d;
+	c->lfd = -1;
+	snprintf(c->path, sizeof(c->path), "%s", d->cfg.socket);
+	if (d->cfg.socket_group[0]) {
+		struct group *g = getgrnam(d->cfg.socket_group);
+
+		if (!g) {
+			log_warnx("socket_group \"%s\" does not exist", d->cfg.socket_group);
+			return -ENOENT;
+		}
+		gid = g->gr_gid;
+	}
+	rc = secure_dir(d->cfg.runtime_dir, gid);
+	if (rc)
+		return rc;
+	snprintf(dir, sizeof(dir), "%s", c->path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		if (strcmp(dir, d->cfg.runtime_dir)) {
+			rc = secure_dir(dir, gid);
+			if (rc)
+				return rc;
+		}
+	}
+	rc = stale_check(c->path);
+	if (rc)
+		return rc;
+	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->lfd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->path);
+	old = umask(0117); /* socket 0660 from the start: no window */
+	rc = bind(c->lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc) {
+		rc = -errno;
+		log_warn("bind %s", c->path);
+		goto out_close;
+	}
+	if (gid != (gid_t)-1 && chown(c->path, (uid_t)-1, gid)) {
+		rc = -errno;
+		log_warn("chown %s", c->path);
+		goto out_unlink;
+	}
+	if (listen(c->lfd, 64)) {
+		rc = -errno;
+		goto out_unlink;
+	}
+	ev_io_init(&c->lw, accept_cb, c->lfd, EV_READ);
+	c->lw.data = c;
+	ev_io_start(d->loop, &c->lw);
+	log_info("listening on %s", c->path);
+	return 0;
+out_unlink:
+	unlink(c->path);
+out_close:
+	close(c->lfd);
+	c->lfd = -1;
+	return rc;
+}
+
+void ctl_close(struct ctl *c)
+{
+	while (c->clients)
+		client_close(c->clients);
+	if (c->lfd >= 0) {
+		ev_io_stop(c->d->loop, &c->lw);
+		close(c->lfd);
+		unlink(c->path);
+		c->lfd = -1;
+	}
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon side of the control socket (docs/protocol.md). */
+#ifndef JUSTITIAD_CTL_H
+#define JUSTITIAD_CTL_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+struct daemon;
+struct ctl;
+
+struct ctl_client {
+	unsigned magic;
+	int fd;
+	ev_io rw, ww;
+	struct ctl *ctl;
+	struct proto_linebuf in;
+	char *out;
+	size_t out_len, out_cap;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	struct proc *proc;            /* set by "hello" from a shim */
+	int closing;                  /* close once the output is flushed */
+	struct ctl_client *next;
+};
+
+struct ctl {
+	struct daemon *d;
+	int lfd;
+	ev_io lw;
+	char path[108];
+	struct ctl_client *clients;
+	size_t n_clients;
+};
+
+/* Create the runtime dir and the socket (refusing to start if another
+ * instance answers on it), and start accepting.  0 or -errno (logged). */
+int ctl_open(struct ctl *c, struct daemon *d);
+/* Disconnect everybody, close and unlink the socket. */
+void ctl_close(struct ctl *c);
+
+#endif

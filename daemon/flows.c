@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/* The flow registry.  Everything a shim sends is validated here before it
+ * reaches a slot; counters it writes are read back as untrusted input. */
+#include "flows.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "proto.h"
+
+int flows_init(struct flows *fl, const struct config *cfg, uint64_t instance)
+{
+	int rc;
+
+	memset(fl, 0, sizeof(*fl));
+	fl->cfg = cfg;
+	fl->instance = instance;
+	fl->n_gslots = cfg->limits.max_flows;
+	fl->next_id = 1;
+	fl->by_gslot = calloc(fl->n_gslots, sizeof(*fl->by_gslot));
+	if (!fl->by_gslot)
+		return -ENOMEM;
+	rc = shm_global_create(&fl->global, fl->n_gslots, instance);
+	if (rc) {
+		free(fl->by_gslot);
+		fl->by_gslot = NULL;
+		return rc;
+	}
+	log_debug(LOG_SS_SHM, "global segment: %u slots, %zu bytes", fl->n_gslots,
+		  fl->global.size);
+	return 0;
+}
+
+void flows_fini(struct flows *fl)
+{
+	while (fl->procs)
+		flows_proc_free(fl, fl->procs);
+	if (fl->global.base) {
+		struct jst_shm_global *g = fl->global.base;
+
+		/* tell the shims that still map it that nobody is home */
+		atomic_store_explicit(&g->flags, 0, memory_order_release);
+	}
+	shm_seg_destroy(&fl->global);
+	free(fl->by_gslot);
+	fl->by_gslot = NULL;
+}
+
+static const struct config_app_rule *app_rule(const struct config *cfg, const char *comm)
+{
+	for (size_t i = 0; i < cfg->n_apps; i++)
+		if (!strcmp(cfg->apps[i].comm, comm))
+			return &cfg->apps[i];
+	return NULL;
+}
+
+static const struct config_device *device_conf(const struct config *cfg, const char *dev,
+					       unsigned port)
+{
+	for (size_t i = 0; i < cfg->n_devices; i++)
+		if (!strcmp(cfg->devices[i].name, dev) &&
+		    (!port || cfg->devices[i].port == port))
+			return &cfg->devices[i];
+	return NULL;
+}
+
+/* Class and weight the config decides where the shim did not ask. */
+static void derive_policy(const struct flows *fl, struct flow *f)
+{
+	const struct config_app_rule *r = app_rule(fl->cfg, f->proc->comm);
+
+	if (!f->class_from_app)
+		f->cls = r && r->has_class ? r->cls : FLOW_CLASS_BANDWIDTH;
+	if (!f->weight_from_app)
+		f->weight = r ? r->weight : 1;
+}
+
+void flows_publish(struct flows *fl, struct flow *f)
+{
+	const struct config_device *d = device_conf(fl->cfg, f->device, f->port);
+	uint32_t chunk = d ? d->chunk_default : 1048576;
+
+	shm_slot_publish(jst_shm_global_slot(fl->global.base, f->gslot), JST_SLOT_ACTIVE, f->id,
+			 (uint32_t)f->proc->pid, (uint32_t)f->cls, 0, chunk, f->weight, 0, 0, 0);
+}
+
+void flows_reconfigure(struct flows *fl, const struct config *cfg)
+{
+	fl->cfg = cfg;
+	for (struct proc *p = fl->procs; p; p = p->next)
+		for (struct flow *f = p->flows; f; f = f->next) {
+			derive_policy(fl, f);
+			flows_publish(fl, f);
+		}
+}
+
+struct proc *flows_proc_new(struct flows *fl, pid_t pid, uid_t uid, const char *comm, int *err)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	p->pid = pid;
+	p->uid = uid;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	p->n_cslots = fl->cfg->limits.max_flows_per_client;
+	p->by_cslot = calloc(p->n_cslots, sizeof(*p->by_cslot));
+	if (!p->by_cslot) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	rc = shm_client_create(&p->seg, p->n_cslots, (uint32_t)pid, fl->instance);
+	if (rc)
+		goto out_free;
+	p->next = fl->procs;
+	fl->procs = p;
+	log_debug(LOG_SS_FLOW, "process %d (%s) registered", (int)pid, p->comm);
+	return p;
+out_free:
+	free(p->by_cslot);
+	free(p);
+	*err = rc;
+	return NULL;
+}
+
+static void flow_free(struct flows *fl, struct flow *f)
+{
+	shm_slot_publish(jst_shm_global_slot(fl->global.base, f->gslot), JST_SLOT_FREE, 0, 0, 0,
+			 0, 0, 0, 0, 0, 0);
+	fl->by_gslot[f->gslot] = NULL;
+	f->proc->by_cslot[f->cslot] = NULL;
+	f->proc->n_flows--;
+	log_debug(LOG_SS_FLOW, "flow %u (pid %d qpn %u) freed", f->id, (int)f->proc->pid, f->qpn);
+	free(f);
+}
+
+void flows_proc_free(struct flows *fl, struct proc *p)
+{
+	struct proc **pp;
+
+	while (p->flows) {
+		struct flow *f = p->flows;
+
+		p->flows = f->next;
+		flow_free(fl, f);
+	}
+	for (pp = &fl->procs; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	log_debug(LOG_SS_FLOW, "process %d (%s) gone", (int)p->pid, p->comm);
+	shm_seg_destroy(&p->seg);
+	free(p->by_cslot);
+	free(p);
+}
+
+static int valid_name(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	if (n == 0 || n >= max)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_req *req,
+			    const char **code, char *msg, size_t msglen)
+{
+	struct flow *f;
+	uint32_t g, c;
+
+	*code = PROTO_E_BAD_REQUEST;
+	if (!valid_name(req->device, sizeof(f->device))) {
+		snprintf(msg, msglen, "invalid device name");
+		return NULL;
+	}
+	if (!valid_name(req->qp_type, sizeof(f->qp_type))) {
+		snprintf(msg, msglen, "invalid qp_type");
+		return NULL;
+	}
+	if (req->port > 255 || req->qpn > 0xffffff || req->weight > 1000) {
+		snprintf(msg, msglen, "port, qpn or weight out of range");
+		return NULL;
+	}
+	*code = PROTO_E_LIMIT;
+	if (p->n_flows >= p->n_cslots) {
+		snprintf(msg, msglen, "too many flows for this process (max_flows_per_client %u)",
+			 p->n_cslots);
+		return NULL;
+	}
+	for (g = 0; g < fl->n_gslots && fl->by_gslot[g]; g++)
+		;
+	if (g == fl->n_gslots) {
+		snprintf(msg, msglen, "too many flows (max_flows %u)", fl->n_gslots);
+		return NULL;
+	}
+	for (c = 0; c < p->n_cslots && p->by_cslot[c]; c++)
+		;
+	*code = PROTO_E_INTERNAL;
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		snprintf(msg, msglen, "out of memory");
+		return NULL;
+	}
+	f->id = fl->next_id++;
+	if (!fl->next_id)
+		fl->next_id = 1;
+	f->gslot = g;
+	f->cslot = c;
+	f->proc = p;
+	snprintf(f->device, sizeof(f->device), "%s", req->device);
+	snprintf(f->qp_type, sizeof(f->qp_type), "%s", req->qp_type);
+	snprintf(f->state, sizeof(f->state), "RESET");
+	f->port = req->port;
+	f->qpn = req->qpn;
+	f->peer_qpn = -1;
+	if (req->cls && strcmp(req->cls, "auto")) {
+		enum flow_class cls;
+
+		if (config_class_parse(req->cls, &cls)) {
+			*code = PROTO_E_BAD_REQUEST;
+			snprintf(msg, msglen, "unknown class \"%.32s\"", req->cls);
+			free(f);
+			return NULL;
+		}
+		f->cls = cls;
+		f->class_from_app = 1;
+	}
+	if (req->weight) {
+		f->weight = req->weight;
+		f->weight_from_app = 1;
+	}
+	derive_policy(fl, f);
+	/* reset the counter slot the shim will write for this flow */
+	memset(jst_shm_client_slot(p->seg.base, c), 0, sizeof(struct jst_flow_stats));
+	fl->by_gslot[g] = f;
+	p->by_cslot[c] = f;
+	f->next = p->flows;
+	p->flows = f;
+	p->n_flows++;
+	flows_publish(fl, f);
+	log_debug(LOG_SS_FLOW, "flow %u: pid %d %s %s:%u qpn %u class %s weight %u slot %u/%u",
+		  f->id, (int)p->pid, p->comm, f->device, f->port, f->qpn,
+		  config_class_name(f->cls), f->weight, g, c);
+	return f;
+}
+
+struct flow *flows_find(struct flows *fl, uint32_t id)
+{
+	for (uint32_t g = 0; g < fl->n_gslots; g++)
+		if (fl->by_gslot[g] && fl->by_gslot[g]->id == id)
+			return fl->by_gslot[g];
+	return NULL;
+}
+
+void flows_unregister(struct flows *fl, struct flow *f)
+{
+	struct flow **pp;
+
+	for (pp = &f->proc->flows; *pp; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	flow_free(fl, f);
+}
+
+void flows_poll_counters(struct flows *fl)
+{
+	for (struct proc *p = fl->procs; p; p = p->next) {
+		for (struct flow *f = p->flows; f; f = f->next) {
+			struct shm_counters now;
+
+			if (shm_read_counters(jst_shm_client_slot(p->seg.base, f->cslot), &f->last,
+					      &now) && !f->scribbled) {
+				f->scribbled = 1;
+				log_warnx("pid %d (%s) wrote inconsistent counters for flow %u; "
+					  "ignoring the decrease", (int)p->pid, p->comm, f->id);
+			}
+			f->last = now;
+		}
+	}
+}
+
+void flows_count(const struct flows *fl, struct flows_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (const struct proc *p = fl->procs; p; p = p->next) {
+		c->procs++;
+		for (const struct flow *f = p->flows; f; f = f->next) {
+			c->flows++;
+			c->by_class[f->cls]++;
+		}
+	}
+}
+
+/* jansson integers are signed 64-bit: clamp what an app wrote. */
+static json_t *juint(uint64_t v)
+{
+	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+json_t *flows_to_json(struct flows *fl)
+{
+	json_t *arr = json_array();
+
+	flows_poll_counters(fl);
+	for (struct proc *p = fl->procs; p; p = p->next) {
+		for (struct flow *f = p->flows; f; f = f->next) {
+			const struct jst_flow_ctl *s = jst_shm_global_slot(fl->global.base, f->gslot);
+
+			json_array_append_new(arr, json_pack(
+				"{s:I, s:i, s:s, s:s, s:s, s:i, s:I, s:s, s:i, s:o, s:s, s:o, s:o, "
+				"s:o, s:o, s:o, s:o, s:b, s:s}",
+				"id", (json_int_t)f->id, "pid", (int)p->pid, "comm", p->comm,
+				"class", config_class_name(f->cls), "device", f->device,
+				"port", (int)f->port, "qpn", (json_int_t)f->qpn, "qp_type", f->qp_type,
+				"weight", (int)f->weight,
+				"peer_qpn", f->peer_qpn < 0 ? json_null() : json_integer(f->peer_qpn),
+				"split", "none",
+				"bytes", juint(f->last.bytes), "ops", juint(f->last.ops),
+				"tokens", juint(f->last.tokens_bytes),
+				"paced_rate_bps", juint(atomic_load(&s->rate_bps)),
+				"warning", f->warning[0] ? json_string(f->warning) : json_null(),
+				"counters_valid", f->scribbled ? json_false() : json_true(),
+				"managed", 1, "state", f->state));
+		}
+	}
+	return arr;
+}
+
+int flows_set_weight_pid(struct flows *fl, pid_t pid, uint32_t weight)
+{
+	int n = 0;
+
+	for (struct proc *p = fl->procs; p; p = p->next) {
+		if (p->pid != pid)
+			continue;
+		for (struct flow *f = p->flows; f; f = f->next) {
+			f->weight = weight;
+			f->weight_from_app = 1;
+			flows_publish(fl, f);
+			n++;
+		}
+	}
+	return n ? n : -ENOENT;
+}
+
+int flows_set_weight_flow(struct flows *fl, uint32_t id, uint32_t weight)
+{
+	struct flow *f = flows_find(fl, id);
+
+	if (!f)
+		return -ENOENT;
+	f->weight = weight;
+	f->weight_from_app = 1;
+	flows_publish(fl, f);
+	return 0;
+}

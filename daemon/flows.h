@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/* The flow registry: registered processes (one per control connection of a
+ * shim) and their flows (one per QP), with their shared-memory slots. */
+#ifndef JUSTITIAD_FLOWS_H
+#define JUSTITIAD_FLOWS_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "shm.h"
+
+struct proc;
+
+struct flow {
+	uint32_t id;
+	uint32_t gslot;               /* slot in the global segment */
+	uint32_t cslot;               /* slot in the owner's client segment */
+	struct proc *proc;
+	enum flow_class cls;
+	int class_from_app;           /* the shim asked for this class */
+	int weight_from_app;
+	char device[64];
+	unsigned port;
+	uint32_t qpn;
+	char qp_type[16];
+	uint32_t weight;
+	int64_t peer_qpn;             /* -1: unknown */
+	char peer_gid[64];
+	char state[16];
+	char warning[160];
+	struct shm_counters last;     /* last sane counters read from the shim */
+	int scribbled;                /* the shim wrote garbage counters */
+	struct flow *next;            /* in proc */
+};
+
+struct proc {
+	pid_t pid;
+	uid_t uid;
+	char comm[16];
+	struct shm_seg seg;           /* client segment (shim-written) */
+	uint32_t n_cslots;
+	struct flow **by_cslot;
+	struct flow *flows;
+	size_t n_flows;
+	struct proc *next;
+};
+
+struct flows_counts {
+	size_t procs, flows, by_class[3];
+};
+
+struct flows {
+	struct shm_seg global;
+	uint32_t n_gslots;
+	struct flow **by_gslot;
+	struct proc *procs;
+	uint32_t next_id;
+	uint64_t instance;
+	const struct config *cfg;
+};
+
+/* What a shim asks for in register_qp. */
+struct flow_req {
+	const char *device;
+	unsigned port;
+	uint32_t qpn;
+	const char *qp_type;
+	const char *cls;              /* NULL or "auto": decided by the config */
+	uint32_t weight;              /* 0: decided by the config */
+};
+
+int flows_init(struct flows *fl, const struct config *cfg, uint64_t instance);
+void flows_fini(struct flows *fl);
+/* After a config reload: keep flows, re-derive classes and weights the
+ * shims did not ask for explicitly. */
+void flows_reconfigure(struct flows *fl, const struct config *cfg);
+
+struct proc *flows_proc_new(struct flows *fl, pid_t pid, uid_t uid, const char *comm, int *err);
+/* Free the process and every slot of its flows at once. */
+void flows_proc_free(struct flows *fl, struct proc *p);
+
+/* Register a QP.  NULL with a PROTO_E_* code and a message on failure. */
+struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_req *req,
+			    const char **code, char *msg, size_t msglen);
+struct flow *flows_find(struct flows *fl, uint32_t id);
+void flows_unregister(struct flows *fl, struct flow *f);
+/* Re-publish a flow's slot after a change of class, weight or rates. */
+void flows_publish(struct flows *fl, struct flow *f);
+
+/* Read every flow's counters from the shims' segments (untrusted). */
+void flows_poll_counters(struct flows *fl);
+void flows_count(const struct flows *fl, struct flows_counts *c);
+json_t *flows_to_json(struct flows *fl);
+
+int flows_set_weight_pid(struct flows *fl, pid_t pid, uint32_t weight);
+int flows_set_weight_flow(struct flows *fl, uint32_t id, uint32_t weight);
+
+#endif

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+/* justitiad: the per-host Justitia daemon.  See docs/justitiad.8. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "justitiad.h"
+#include "log.h"
+#include "notify.h"
+
+#define DEFAULT_CONFIG "/etc/justitia/justitiad.json"
+#define TICK_S 0.1
+
+static struct daemon d;
+static struct ctl ctl;
+
+uint64_t daemon_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: justitiad [-c FILE] [-D SUBSYS,...] [-d] [--check-config] [-h] [-V]\n"
+		   "  -c, --config FILE   configuration (default " DEFAULT_CONFIG ")\n"
+		   "  -D, --debug LIST    debug subsystems: ctl,shm,flow,ref,ctrl,token,bpf,config,all\n"
+		   "  -d                  log level debug for every subsystem\n"
+		   "  -n, --check-config  print the effective configuration and exit (0 ok, 1 bad)\n"
+		   "  -V, --version       print the version\n");
+}
+
+/* Load @path into @c.  A missing default file means built-in defaults. */
+static int load_config(const char *path, int explicit_path, struct config *c)
+{
+	char err[512];
+	int rc;
+
+	if (!explicit_path && access(path, F_OK) && errno == ENOENT) {
+		config_init_defaults(c);
+		log_info("%s not found: using built-in defaults", path);
+		return 0;
+	}
+	rc = config_load(path, c, err, sizeof(err));
+	if (rc)
+		log_err("%s", err);
+	return rc;
+}
+
+static void apply_log_level(const struct config *c, unsigned cli_debug)
+{
+	log_set_level((enum log_level)c->log_level, c->debug | cli_debug);
+}
+
+static unsigned cli_debug_mask;
+
+static void reload(void)
+{
+	struct config nc;
+
+	notify_send("RELOADING=1");
+	if (load_config(d.config_path, 1, &nc)) {
+		log_warnx("reload failed; keeping the running configuration");
+		notify_send("READY=1\nSTATUS=reload failed, old configuration kept");
+		return;
+	}
+	/* What the running sockets and segments were built from stays. */
+	if (strcmp(nc.socket, d.cfg.socket) || strcmp(nc.runtime_dir, d.cfg.runtime_dir) ||
+	    strcmp(nc.socket_group, d.cfg.socket_group) || nc.limits.max_flows != d.cfg.limits.max_flows ||
+	    nc.limits.max_flows_per_client != d.cfg.limits.max_flows_per_client)
+		log_warnx("socket, runtime_dir, socket_group, max_flows and max_flows_per_client "
+			  "change only on restart");
+	snprintf(nc.socket, sizeof(nc.socket), "%s", d.cfg.socket);
+	snprintf(nc.runtime_dir, sizeof(nc.runtime_dir), "%s", d.cfg.runtime_dir);
+	snprintf(nc.socket_group, sizeof(nc.socket_group), "%s", d.cfg.socket_group);
+	nc.limits.max_flows = d.cfg.limits.max_flows;
+	nc.limits.max_flows_per_client = d.cfg.limits.max_flows_per_client;
+	config_free(&d.cfg);
+	d.cfg = nc;
+	flows_reconfigure(&d.flows, &d.cfg);
+	apply_log_level(&d.cfg, cli_debug_mask);
+	log_info("configuration reloaded from %s (%zu flows kept)", d.config_path,
+		 (size_t)0 + (size_t)d.flows.next_id - 1);
+	notify_send("READY=1\nSTATUS=running");
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	if (w->signum == SIGHUP) {
+		reload();
+		return;
+	}
+	log_info("signal %d: exiting", w->signum);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct jst_shm_global *g = d.flows.global.base;
+
+	atomic_store_explicit(&g->heartbeat_ns, daemon_now_ns(), memory_order_release);
+	flows_poll_counters(&d.flows);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "debug", required_argument, NULL, 'D' },
+		{ "check-config", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = DEFAULT_CONFIG;
+	int explicit_path = 0, check = 0, all_debug = 0, c, rc = 1;
+	ev_signal sig_term, sig_int, sig_hup;
+	ev_timer tick;
+
+	log_init("justitiad", LOG_LVL_INFO, 0);
+	while ((c = getopt_long(argc, argv, "c:D:dnhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			explicit_path = 1;
+			break;
+		case 'D': {
+			const char *bad;
+			size_t badlen;
+
+			if (log_parse_subsystems(optarg, &cli_debug_mask, &bad, &badlen)) {
+				fprintf(stderr, "justitiad: unknown debug subsystem \"%.*s\"\n",
+					(int)badlen, bad);
+				return 2;
+			}
+			break;
+		}
+		case 'd':
+			all_debug = 1;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("justitiad %s (protocol %d, shm ABI %d.%d)\n", JUSTITIA_VERSION,
+			       PROTO_VERSION, JST_SHM_VERSION_MAJOR, JST_SHM_VERSION_MINOR);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (all_debug && !cli_debug_mask)
+		cli_debug_mask = ~0u;
+	d.config_path = path;
+	if (load_config(path, explicit_path, &d.cfg))
+		return 1;
+	if (check) {
+		rc = config_dump(stdout, &d.cfg) ? 1 : 0;
+		config_free(&d.cfg);
+		return rc;
+	}
+	apply_log_level(&d.cfg, cli_debug_mask);
+	if (getrandom(&d.instance, sizeof(d.instance), 0) != sizeof(d.instance))
+		d.instance = daemon_now_ns() ^ ((uint64_t)getpid() << 32);
+	d.instance |= 1;
+	d.start_ns = daemon_now_ns();
+	d.ctrl.ref_state = "off";
+	d.loop = ev_default_loop(EVFLAG_AUTO);
+	if (!d.loop)
+		fatalx("cannot initialise the event loop");
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = flows_init(&d.flows, &d.cfg, d.instance);
+	if (rc) {
+		log_err("cannot create shared memory: %s", strerror(-rc));
+		goto out_config;
+	}
+	d.ctl = &ctl;
+	rc = ctl_open(&ctl, &d);
+	if (rc) {
+		log_err("control socket %s: %s", d.cfg.socket, strerror(-rc));
+		goto out_flows;
+	}
+	ev_signal_init(&sig_term, signal_cb, SIGTERM);
+	ev_signal_init(&sig_int, signal_cb, SIGINT);
+	ev_signal_init(&sig_hup, signal_cb, SIGHUP);
+	ev_signal_start(d.loop, &sig_term);
+	ev_signal_start(d.loop, &sig_int);
+	ev_signal_start(d.loop, &sig_hup);
+	ev_timer_init(&tick, tick_cb, 0, TICK_S);
+	ev_timer_start(d.loop, &tick);
+
+	log_info("justitiad %s running (config %s, %zu devices, max %u flows)", JUSTITIA_VERSION,
+		 d.config_path, d.cfg.n_devices, d.cfg.limits.max_flows);
+	notify_send("READY=1\nSTATUS=running");
+	ev_run(d.loop, 0);
+	notify_send("STOPPING=1");
+	rc = 0;
+
+	ev_timer_stop(d.loop, &tick);
+	ctl_close(&ctl);
+out_flows:
+	flows_fini(&d.flows);
+out_config:
+	config_free(&d.cfg);
+	ev_loop_destroy(d.loop);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+/* The shim's connection to justitiad (see client.h).
+ *
+ * One connection per process, opened lazily on the first QP; its lifetime
+ * is the process's registration (the daemon frees every flow of the process
+ * when it closes, however the process ends).  Calls are serialised by one
+ * mutex of our own and bounded by timeouts.  After a failure the shim waits
+ * (1 s, doubling up to 30 s) before it tries again, and on reconnecting it
+ * registers every live QP anew. */
+#include "client.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proto.h"
+#include "shim.h"
+#include "shm_abi.h"
+
+#define CONNECT_TIMEOUT_MS 200
+#define CALL_TIMEOUT_MS 1000
+#define BACKOFF_MIN_NS 1000000000ull
+#define BACKOFF_MAX_NS 30000000000ull
+
+static struct {
+	pthread_mutex_t lock;
+	int fd;                       /* -1: not connected */
+	pid_t pid;                    /* process that owns fd */
+	uint64_t retry_at_ns, backoff_ns;
+	struct jst_shm_global *global;
+	size_t global_size;
+	struct jst_shm_client *client;
+	size_t client_size;
+	const char *cls;              /* from JUSTITIA_CLASS, NULL = let the daemon decide */
+} cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void shim_client_init(void)
+{
+	const char *c = secure_getenv("JUSTITIA_CLASS");
+
+	if (!c || !*c || !strcmp(c, "auto"))
+		cl.cls = NULL;
+	else if (!strcmp(c, "lat") || !strcmp(c, "latency"))
+		cl.cls = "latency";
+	else if (!strcmp(c, "tput") || !strcmp(c, "throughput"))
+		cl.cls = "throughput";
+	else if (!strcmp(c, "bw") || !strcmp(c, "bandwidth"))
+		cl.cls = "bandwidth";
+	else
+		shim_log("JUSTITIA_CLASS=%s is not lat|tput|bw|auto: ignored", c);
+}
+
+/* Forget the connection.  Mappings stay: the post path may still be using
+ * them, and they are only shared memory nobody reads any more. */
+static void disconnect(int failed)
+{
+	if (cl.fd >= 0 && cl.pid == getpid())
+		close(cl.fd);
+	cl.fd = -1;
+	cl.global = NULL;
+	cl.client = NULL;
+	if (failed) {
+		cl.backoff_ns = cl.backoff_ns ? cl.backoff_ns * 2 : BACKOFF_MIN_NS;
+		if (cl.backoff_ns > BACKOFF_MAX_NS)
+			cl.backoff_ns = BACKOFF_MAX_NS;
+		cl.retry_at_ns = now_ns() + cl.backoff_ns;
+	}
+}
+
+static void *map_fd(int fd, int prot, size_t *size)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) || st.st_size <= 0)
+		return NULL;
+	p = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*size = (size_t)st.st_size;
+	return p;
+}
+
+/* The segments are an ABI: anything unexpected means "run unmanaged". */
+static int validate(const struct jst_shm_global *g, size_t gsize, const struct jst_shm_client *c,
+		    size_t csize)
+{
+	if (gsize < sizeof(*g) || g->magic != JST_SHM_GLOBAL_MAGIC ||
+	    g->version_major != JST_SHM_VERSION_MAJOR || g->header_size != sizeof(*g) ||
+	    g->slot_size != sizeof(struct jst_flow_ctl) || g->total_size != gsize ||
+	    jst_shm_global_size(g->n_slots) > gsize)
+		return -EPROTO;
+	if (csize < sizeof(*c) || c->magic != JST_SHM_CLIENT_MAGIC ||
+	    c->version_major != JST_SHM_VERSION_MAJOR || c->header_size != sizeof(*c) ||
+	    c->slot_size != sizeof(struct jst_flow_stats) || c->total_size != csize ||
+	    jst_shm_client_size(c->n_slots) > csize || c->instance != g->instance)
+		return -EPROTO;
+	return 0;
+}
+
+static json_t *call(json_t *req, int *fds, int *nfds)
+{
+	json_t *r;
+	int err = 0;
+
+	r = proto_call(cl.fd, req, CALL_TIMEOUT_MS, fds, nfds, fds ? PROTO_MAX_FDS : 0, &err);
+	json_decref(req);
+	if (!r) {
+		shim_log("justitiad did not answer: %s", strerror(-err));
+		disconnect(1);
+		return NULL;
+	}
+	if (!json_is_true(json_object_get(r, "ok"))) {
+		json_t *e = json_object_get(r, "error");
+
+		shim_log("justitiad refused %s: %s",
+			 json_string_value(json_object_get(e, "code")) ?: "?",
+			 json_string_value(json_object_get(e, "message")) ?: "?");
+		json_decref(r);
+		return NULL;
+	}
+	return r;
+}
+
+static int hello(void)
+{
+	int fds[PROTO_MAX_FDS], nfds = 0, rc = -EPROTO;
+	size_t gsize = 0, csize = 0;
+	void *g = NULL, *c = NULL;
+	json_t *r;
+
+	r = call(json_pack("{s:i, s:s, s:i, s:s, s:s}", "v", PROTO_VERSION, "cmd", "hello", "pid",
+			   (int)getpid(), "comm", program_invocation_short_name, "role", "shim"),
+		 fds, &nfds);
+	if (!r)
+		return -ECONNREFUSED;
+	json_decref(r);
+	if (nfds == 2) {
+		g = map_fd(fds[0], PROT_READ, &gsize);
+		c = map_fd(fds[1], PROT_READ | PROT_WRITE, &csize);
+		rc = g && c ? validate(g, gsize, c, csize) : -ENOMEM;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (rc) {
+		shim_log_once("justitiad's shared memory does not validate: running unmanaged");
+		if (g)
+			munmap(g, gsize);
+		if (c)
+			munmap(c, csize);
+		disconnect(1);
+		return rc;
+	}
+	cl.global = g;
+	cl.global_size = gsize;
+	cl.client = c;
+	cl.client_size = csize;
+	return 0;
+}
+
+static int register_locked(struct shim_qp *q);
+
+/* Connect if needed and allowed now.  Called with the lock held. */
+static int ensure_connected(void)
+{
+	int fd;
+
+	if (cl.fd >= 0 && cl.pid == getpid())
+		return 0;
+	if (cl.fd >= 0)
+		disconnect(0); /* inherited across fork: not ours */
+	if (now_ns() < cl.retry_at_ns)
+		return -EAGAIN;
+	fd = proto_connect(NULL, CONNECT_TIMEOUT_MS);
+	if (fd < 0) {
+		shim_log_once("cannot reach justitiad (%s): running unmanaged, will retry",
+			      strerror(-fd));
+		disconnect(1);
+		return fd;
+	}
+	cl.fd = fd;
+	cl.pid = getpid();
+	if (hello())
+		return -ECONNREFUSED;
+	cl.backoff_ns = 0;
+	shim_log("registered with justitiad");
+	/* a new daemon knows none of our QPs yet */
+	shim_registry_foreach(register_locked);
+	return 0;
+}
+
+static int register_locked(struct shim_qp *q)
+{
+	const char *type = q->type == IBV_QPT_RC ? "RC" : q->type == IBV_QPT_UC ? "UC"
+			 : q->type == IBV_QPT_UD ? "UD" : "OTHER";
+	json_t *req, *r;
+	json_int_t flow, cslot;
+
+	if (cl.fd < 0)
+		return -ENOTCONN;
+	req = json_pack("{s:i, s:s, s:s, s:i, s:I, s:s}", "v", PROTO_VERSION, "cmd", "register_qp",
+			"device", q->sctx ? q->sctx->device : "?", "port", (int)q->port,
+			"qpn", (json_int_t)atomic_load(&q->qpn), "qp_type", type);
+	if (cl.cls)
+		json_object_set_new(req, "class", json_string(cl.cls));
+	r = call(req, NULL, NULL);
+	if (!r)
+		return -EPROTO;
+	flow = json_integer_value(json_object_get(r, "flow"));
+	cslot = json_integer_value(json_object_get(r, "app_slot"));
+	if (json_is_string(json_object_get(r, "warning")))
+		shim_log("QP %u: %s", atomic_load(&q->qpn),
+			 json_string_value(json_object_get(r, "warning")));
+	json_decref(r);
+	if (flow <= 0 || cslot < 0 || (uint64_t)cslot >= cl.client->n_slots ||
+	    jst_shm_client_size((uint32_t)cslot + 1) > cl.client_size)
+		return -EPROTO;
+	q->flow_id = (uint32_t)flow;
+	atomic_store_explicit(&q->shm_stats, jst_shm_client_slot(cl.client, (uint32_t)cslot),
+			      memory_order_release);
+	return 0;
+}
+
+void shim_client_qp_created(struct shim_qp *q, struct ibv_qp *qp)
+{
+	pthread_mutex_lock(&cl.lock);
+	/* connecting registers every known QP, this one included */
+	if (cl.fd < 0 || cl.pid != getpid())
+		ensure_connected();
+	else
+		register_locked(q);
+	pthread_mutex_unlock(&cl.lock);
+}
+
+static const char *state_name(enum ibv_qp_state s)
+{
+	static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
+}
+
+void shim_client_qp_modified(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask)
+{
+	json_t *req, *r;
+
+	if (mask & IBV_QP_PORT)
+		q->port = attr->port_num;
+	pthread_mutex_lock(&cl.lock);
+	if (ensure_connected() || !q->flow_id)
+		goto out;
+	req = json_pack("{s:i, s:s, s:I}", "v", PROTO_VERSION, "cmd", "update_qp", "flow",
+			(json_int_t)q->flow_id);
+	if (mask & IBV_QP_PORT)
+		json_object_set_new(req, "port", json_integer(attr->port_num));
+	if (mask & IBV_QP_STATE)
+		json_object_set_new(req, "state", json_string(state_name(attr->qp_state)));
+	if (mask & IBV_QP_DEST_QPN)
+		json_object_set_new(req, "peer_qpn", json_integer(attr->dest_qp_num));
+	if ((mask & IBV_QP_AV) && attr->ah_attr.is_global) {
+		const uint8_t *g = attr->ah_attr.grh.dgid.raw;
+		char gid[40];
+
+		snprintf(gid, sizeof(gid),
+			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+			 g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11],
+			 g[12], g[13], g[14], g[15]);
+		json_object_set_new(req, "peer_gid", json_string(gid));
+	}
+	r = call(req, NULL, NULL);
+	json_decref(r);
+out:
+	pthread_mutex_unlock(&cl.lock);
+}
+
+void shim_client_qp_destroyed(struct shim_qp *q)
+{
+	json_t *r;
+
+	atomic_store_explicit(&q->shm_stats, NULL, memory_order_release);
+	pthread_mutex_lock(&cl.lock);
+	if (q->flow_id && cl.fd >= 0 && cl.pid == getpid()) {
+		r = call(json_pack("{s:i, s:s, s:I}", "v", PROTO_VERSION, "cmd", "unregister_qp",
+				   "flow", (json_int_t)q->flow_id),
+			 NULL, NULL);
+		json_decref(r);
+	}
+	q->flow_id = 0;
+	pthread_mutex_unlock(&cl.lock);
+}
+
+void shim_client_atfork_child(void)
+{
+	/* The lock may have been held by a thread that does not exist here. */
+	pthread_mutex_init(&cl.lock, NULL);
+}

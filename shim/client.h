@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* The shim's connection to justitiad: registration of the process and its
+ * QPs as flows, and the shared-memory segments that come with it.
+ *
+ * Everything here runs on the application's control path (QP creation,
+ * modification, destruction), never on the post path, and fails open: no
+ * daemon, a daemon that does not answer within its timeout, or shared
+ * memory that does not validate leave the QPs unmanaged, logged once when
+ * JUSTITIA_LOG asks, and the shim tries again later with backoff. */
+#ifndef JUSTITIA_SHIM_CLIENT_H
+#define JUSTITIA_SHIM_CLIENT_H
+
+#include <infiniband/verbs.h>
+
+struct shim_qp;
+
+void shim_client_init(void);
+/* A QP was created: register it (connecting first if needed). */
+void shim_client_qp_created(struct shim_qp *q, struct ibv_qp *qp);
+/* ibv_modify_qp succeeded: tell the daemon the port, state and peer. */
+void shim_client_qp_modified(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask);
+/* The QP is about to be destroyed: unregister it. */
+void shim_client_qp_destroyed(struct shim_qp *q);
+/* fork(): the child must not talk on the parent's connection. */
+void shim_client_atfork_child(void);
+
+#endif

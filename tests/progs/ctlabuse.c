@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/* ctlabuse: a hostile client of justitiad's control socket.
+ *
+ *   ctlabuse SOCKET MAX_CLIENTS MAX_FLOWS_PER_CLIENT MAX_REQUEST_BYTES
+ *
+ * Sends malformed, unknown and oversized requests, opens more connections
+ * than allowed, registers more flows than allowed, scribbles over the
+ * shared memory it is given, and checks after each step that the daemon
+ * answered with the documented error and still serves "status".  Prints one
+ * "ok"/"not ok" line per check; exits 0 when all passed. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "shm_abi.h"
+
+#define STATUS_REQ "{\"v\":1,\"cmd\":\"status\"}\n"
+#define VERSION_REQ "{\"v\":1,\"cmd\":\"version\"}\n"
+
+static int failures;
+static const char *sock_path;
+
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - ", ok ? "ok" : "not ok");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+static int connect_or_die(void)
+{
+	int fd = proto_connect(sock_path, 2000);
+
+	if (fd < 0) {
+		fprintf(stderr, "ctlabuse: connect %s: %s\n", sock_path, strerror(-fd));
+		exit(1);
+	}
+	return fd;
+}
+
+/* Send raw bytes, read one reply line; returns the error code or "ok". */
+static char *raw_call(int fd, const char *data, size_t len)
+{
+	static char code[64];
+	char buf[65536];
+	size_t got = 0;
+	json_t *r;
+
+	/* a refused connection may fail the send: its reply is already waiting */
+	if (proto_send(fd, data, len, NULL, 0)) {
+		/* fall through to read it */
+	}
+	while (got < sizeof(buf) - 1) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+
+		if (n <= 0)
+			return strcpy(code, n == 0 ? "eof" : "recv-failed");
+		got += (size_t)n;
+		if (memchr(buf, '\n', got))
+			break;
+	}
+	buf[got] = 0;
+	r = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+	if (!r)
+		return strcpy(code, "unparsable-reply");
+	if (json_is_true(json_object_get(r, "ok")))
+		strcpy(code, "ok");
+	else
+		snprintf(code, sizeof(code), "%s",
+			 json_string_value(json_object_get(json_object_get(r, "error"), "code"))
+				 ?: "no-code");
+	json_decref(r);
+	return code;
+}
+
+static int daemon_alive(void)
+{
+	int fd = proto_connect(sock_path, 2000), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = !strcmp(raw_call(fd, STATUS_REQ, strlen(STATUS_REQ)), "ok");
+	close(fd);
+	return ok;
+}
+
+static json_t *call(int fd, json_t *req, int *fds, int *nfds)
+{
+	int err = 0;
+	json_t *r = proto_call(fd, req, 2000, fds, nfds, fds ? PROTO_MAX_FDS : 0, &err);
+
+	json_decref(req);
+	return r;
+}
+
+static const char *code_of(json_t *r)
+{
+	if (!r)
+		return "no-reply";
+	if (json_is_true(json_object_get(r, "ok")))
+		return "ok";
+	return json_string_value(json_object_get(json_object_get(r, "error"), "code")) ?: "?";
+}
+
+static void malformed(void)
+{
+	static const struct {
+		const char *line, *want;
+	} cases[] = {
+		{ "not json at all\n", PROTO_E_BAD_JSON },
+		{ "[1,2,3]\n", PROTO_E_BAD_REQUEST },
+		{ "{}\n", PROTO_E_BAD_REQUEST },
+		{ "{\"v\":2,\"cmd\":\"status\"}\n", PROTO_E_BAD_VERSION },
+		{ "{\"v\":\"1\",\"cmd\":\"status\"}\n", PROTO_E_BAD_REQUEST },
+		{ "{\"v\":1,\"cmd\":\"format_disk\"}\n", PROTO_E_UNKNOWN_COMMAND },
+		{ "{\"v\":1,\"cmd\":\"flows\",\"bogus\":1}\n", PROTO_E_BAD_REQUEST },
+		{ "{\"v\":1,\"cmd\":\"register_qp\",\"device\":\"x\",\"qpn\":1,\"qp_type\":\"RC\"}\n",
+		  PROTO_E_BAD_REQUEST }, /* before hello */
+		{ "{\"v\":1,\"cmd\":\"status\",\"v\":1}\n", PROTO_E_BAD_JSON }, /* duplicate key */
+		{ "{\"v\":1,\"cmd\":\"set\",\"target99_us\":-5}\n", PROTO_E_BAD_REQUEST },
+	};
+	int fd = connect_or_die();
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *got = raw_call(fd, cases[i].line, strlen(cases[i].line));
+
+		check(!strcmp(got, cases[i].want), "malformed request %zu answered %s (want %s)", i,
+		      got, cases[i].want);
+	}
+	/* binary garbage with NULs and invalid UTF-8 in one line */
+	{
+		char junk[300];
+
+		for (size_t i = 0; i < sizeof(junk) - 1; i++)
+			junk[i] = (char)(i * 37 + 1);
+		junk[sizeof(junk) - 1] = '\n';
+		for (size_t i = 0; i < sizeof(junk) - 1; i++)
+			if (junk[i] == '\n')
+				junk[i] = 0;
+		check(!strcmp(raw_call(fd, junk, sizeof(junk)), PROTO_E_BAD_JSON),
+		      "binary garbage answered bad_json");
+	}
+	close(fd);
+	check(daemon_alive(), "daemon alive after malformed requests");
+}
+
+static void oversized(size_t max)
+{
+	int fd = connect_or_die();
+	char *big = malloc(max + 2);
+	const char *got;
+
+	memset(big, ' ', max + 1);
+	big[max + 1] = '\n';
+	got = raw_call(fd, big, max + 2);
+	check(!strcmp(got, PROTO_E_TOO_LARGE), "oversized request answered %s", got);
+	free(big);
+	close(fd);
+	check(daemon_alive(), "daemon alive after an oversized request");
+}
+
+static void too_many_clients(int max)
+{
+	int fds[1024], n = 0, refused = 0;
+
+	for (n = 0; n < max + 6 && n < 1024; n++) { /* root may use 4 beyond max */
+		fds[n] = connect_or_die();
+		if (!strcmp(raw_call(fds[n], VERSION_REQ, strlen(VERSION_REQ)), PROTO_E_LIMIT))
+			refused++;
+	}
+	check(refused >= 1, "connections beyond max_clients %d refused with limit (%d refused)",
+	      max, refused);
+	while (n--)
+		close(fds[n]);
+	usleep(200000);
+	check(daemon_alive(), "daemon alive after too many clients");
+}
+
+static void shm_abuse(int max_flows)
+{
+	int fd = connect_or_die(), fds[PROTO_MAX_FDS], nfds = 0, limited = 0;
+	struct jst_shm_client *c = NULL;
+	struct stat st;
+	json_t *r;
+
+	r = call(fd, json_pack("{s:i, s:s, s:i, s:s, s:s}", "v", 1, "cmd", "hello", "pid",
+			       (int)getpid(), "comm", "ctlabuse", "role", "shim"),
+		 fds, &nfds);
+	check(r && !strcmp(code_of(r), "ok") && nfds == 2, "hello gives two descriptors");
+	json_decref(r);
+	if (nfds == 2) {
+		void *g = NULL;
+
+		fstat(fds[0], &st);
+		check(mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0) ==
+			      MAP_FAILED,
+		      "the global segment cannot be mapped writable");
+		g = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fds[0], 0);
+		check(g != MAP_FAILED && ((struct jst_shm_global *)g)->magic == JST_SHM_GLOBAL_MAGIC,
+		      "the global segment maps read-only with the right magic");
+		fstat(fds[1], &st);
+		c = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+		check(c != MAP_FAILED, "the client segment maps read-write");
+	}
+	for (int i = 0; i < max_flows + 1; i++) {
+		r = call(fd, json_pack("{s:i, s:s, s:s, s:i, s:i, s:s, s:s}", "v", 1, "cmd",
+				       "register_qp", "device", "rxe9", "port", 1, "qpn", 100 + i,
+				       "qp_type", "RC", "class", "bw"),
+			 NULL, NULL);
+		if (!strcmp(code_of(r), PROTO_E_LIMIT))
+			limited++;
+		json_decref(r);
+	}
+	check(limited == 1, "flow %d of a process refused with limit", max_flows + 1);
+	r = call(fd, json_pack("{s:i, s:s, s:s, s:i, s:s}", "v", 1, "cmd", "register_qp",
+			       "device", "rxe9", "qpn", 99999999, "qp_type", "RC"),
+		 NULL, NULL);
+	check(!strcmp(code_of(r), PROTO_E_BAD_REQUEST), "qpn out of range refused");
+	json_decref(r);
+	r = call(fd, json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "unregister_qp", "flow", 1 << 30),
+		 NULL, NULL);
+	check(!strcmp(code_of(r), PROTO_E_NOT_FOUND), "unregistering a foreign flow: not_found");
+	json_decref(r);
+	if (c && c != MAP_FAILED) {
+		struct jst_flow_stats *s = jst_shm_client_slot(c, 0);
+
+		atomic_store(&s->bytes, 1000);
+		usleep(300000); /* let the daemon read 1000 */
+		atomic_store(&s->bytes, 5);      /* goes backwards: garbage */
+		atomic_store(&s->ops, UINT64_MAX);
+		memset(c, 0xff, sizeof(*c));     /* and the header too */
+	}
+	r = call(fd, json_pack("{s:i, s:s}", "v", 1, "cmd", "flows"), NULL, NULL);
+	{
+		json_t *f, *flows = json_object_get(r, "flows");
+		size_t i;
+		int flagged = 0, mine = 0;
+
+		json_array_foreach(flows, i, f) {
+			if (strcmp(json_string_value(json_object_get(f, "comm")) ?: "", "ctlabuse"))
+				continue;
+			mine++;
+			if (json_is_false(json_object_get(f, "counters_valid")) &&
+			    json_integer_value(json_object_get(f, "bytes")) == 1000)
+				flagged++;
+		}
+		check(mine == max_flows, "flows lists the %d flows (%d)", max_flows, mine);
+		check(flagged == 1, "scribbled counters are flagged and not believed");
+	}
+	json_decref(r);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	close(fd);
+	usleep(300000);
+	fd = connect_or_die();
+	r = call(fd, json_pack("{s:i, s:s}", "v", 1, "cmd", "flows"), NULL, NULL);
+	{
+		json_t *f, *flows = json_object_get(r, "flows");
+		size_t i;
+		int left = 0;
+
+		json_array_foreach(flows, i, f)
+			if (!strcmp(json_string_value(json_object_get(f, "comm")) ?: "", "ctlabuse"))
+				left++;
+		check(r && left == 0, "closing the connection freed every flow of the process");
+	}
+	json_decref(r);
+	close(fd);
+	check(daemon_alive(), "daemon alive after shared-memory abuse");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: ctlabuse SOCKET MAX_CLIENTS MAX_FLOWS_PER_CLIENT "
+				"MAX_REQUEST_BYTES\n");
+		return 2;
+	}
+	sock_path = argv[1];
+	malformed();
+	oversized((size_t)atol(argv[4]));
+	too_many_clients(atoi(argv[2]));
+	shm_abuse(atoi(argv[3]));
+	printf("%s\n", failures ? "FAILED" : "all passed");
+	return failures ? 1 : 0;
+}
