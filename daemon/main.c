@@ -15,8 +15,19 @@
 #include "log.h"
 #include "notify.h"
 
-#define DEFAULT_CONFIG "/etc/justitia/justitiad.json"
+#define DEFAULT_CONFIG CONFIG_DEFAULT_PATH
 #define TICK_S 0.1
+
+/* The config module and the logger must agree on levels and subsystems. */
+_Static_assert((int)CONFIG_LOG_ERROR == (int)LOG_LVL_ERROR && (int)CONFIG_LOG_DEBUG == (int)LOG_LVL_DEBUG,
+	       "log levels");
+_Static_assert((1u << CONFIG_SUBSYS_CTL) == LOG_SS_CTL && (1u << CONFIG_SUBSYS_SHM) == LOG_SS_SHM &&
+		       (1u << CONFIG_SUBSYS_FLOW) == LOG_SS_FLOW && (1u << CONFIG_SUBSYS_REF) == LOG_SS_REF &&
+		       (1u << CONFIG_SUBSYS_CTRL) == LOG_SS_CTRL &&
+		       (1u << CONFIG_SUBSYS_TOKEN) == LOG_SS_TOKEN &&
+		       (1u << CONFIG_SUBSYS_BPF) == LOG_SS_BPF &&
+		       (1u << CONFIG_SUBSYS_CONFIG) == LOG_SS_CONFIG,
+	       "debug subsystems");
 
 static struct daemon d;
 static struct ctl ctl;
@@ -88,8 +99,12 @@ static void reload(void)
 	d.cfg = nc;
 	flows_reconfigure(&d.flows, &d.cfg);
 	apply_log_level(&d.cfg, cli_debug_mask);
-	log_info("configuration reloaded from %s (%zu flows kept)", d.config_path,
-		 (size_t)0 + (size_t)d.flows.next_id - 1);
+	{
+		struct flows_counts fc;
+
+		flows_count(&d.flows, &fc);
+		log_info("configuration reloaded from %s (%zu flows kept)", d.config_path, fc.flows);
+	}
 	notify_send("READY=1\nSTATUS=running");
 }
 

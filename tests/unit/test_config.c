@@ -133,7 +133,6 @@ static int check_data_dir(void **state)
 	struct stat st;
 
 	(void)state;
-
 	if (stat(DATA_DIR, &st) || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "test_config: %s not found: run the test from the repository "
 				"root\n", DATA_DIR);
