@@ -374,9 +374,10 @@ static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 
 	if (!cl->proc)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello first");
-	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:s, s?i, s:I, s:s, s?s, s?i}",
-			   "v", &v, "cmd", &cmd, "id", &id, "device", &fr.device, "port", &port,
-			   "qpn", &qpn, "qp_type", &fr.qp_type, "class", &fr.cls, "weight", &weight))
+	if (json_unpack_ex(req, &err, JSON_STRICT,
+			   "{s:i, s:s, s?o, s:s, s?i, s:I, s:s, s?s, s?s, s?i}", "v", &v, "cmd", &cmd,
+			   "id", &id, "device", &fr.device, "port", &port, "qpn", &qpn, "qp_type",
+			   &fr.qp_type, "class", &fr.cls, "class_hint", &fr.cls_hint, "weight", &weight))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
 	if (port < 0 || weight < 0 || qpn < 0 || qpn > 0xffffff)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "port, qpn or weight out of range");

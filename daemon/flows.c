@@ -72,8 +72,12 @@ static void derive_policy(const struct flows *fl, struct flow *f)
 {
 	const struct config_app_rule *r = app_rule(fl->cfg, f->proc->comm);
 
+	/* strongest first: the application's call, the config's rule for
+	 * the executable, JUSTITIA_CLASS, the paper's default (bandwidth) */
 	if (!f->class_from_app)
-		f->cls = r && r->has_class ? r->cls : FLOW_CLASS_BANDWIDTH;
+		f->cls = r && r->has_class ? r->cls
+			 : f->class_hint >= 0 ? (enum flow_class)f->class_hint
+					      : FLOW_CLASS_BANDWIDTH;
 	if (!f->weight_from_app)
 		f->weight = r ? r->weight : 1;
 }
@@ -224,6 +228,18 @@ struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_
 	f->port = req->port;
 	f->qpn = req->qpn;
 	f->peer_qpn = -1;
+	f->class_hint = -1;
+	if (req->cls_hint && strcmp(req->cls_hint, "auto")) {
+		enum flow_class hint;
+
+		if (config_class_parse(req->cls_hint, &hint)) {
+			*code = PROTO_E_BAD_REQUEST;
+			snprintf(msg, msglen, "unknown class_hint \"%.32s\"", req->cls_hint);
+			free(f);
+			return NULL;
+		}
+		f->class_hint = (int)hint;
+	}
 	if (req->cls && strcmp(req->cls, "auto")) {
 		enum flow_class cls;
 

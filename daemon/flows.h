@@ -19,7 +19,8 @@ struct flow {
 	uint32_t cslot;               /* slot in the owner's client segment */
 	struct proc *proc;
 	enum flow_class cls;
-	int class_from_app;           /* the shim asked for this class */
+	int class_from_app;           /* the application asked for this class */
+	int class_hint;               /* JUSTITIA_CLASS of the process, -1: none */
 	int weight_from_app;
 	char device[64];
 	unsigned port;
@@ -67,7 +68,8 @@ struct flow_req {
 	unsigned port;
 	uint32_t qpn;
 	const char *qp_type;
-	const char *cls;              /* NULL or "auto": decided by the config */
+	const char *cls;              /* the application's own choice (justitia.h) */
+	const char *cls_hint;         /* JUSTITIA_CLASS: used when no rule matches */
 	uint32_t weight;              /* 0: decided by the config */
 };
 

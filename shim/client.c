@@ -10,6 +10,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "log.h"
 #include "proto.h"
 #include "shim.h"
+#include "pace.h"
 #include "shm_abi.h"
 
 #define CONNECT_TIMEOUT_MS 200
@@ -35,11 +37,12 @@ static struct {
 	int fd;                       /* -1: not connected */
 	pid_t pid;                    /* process that owns fd */
 	uint64_t retry_at_ns, backoff_ns;
-	struct jst_shm_global *global;
+	struct jst_shm_global *_Atomic global;
 	size_t global_size;
 	struct jst_shm_client *client;
 	size_t client_size;
-	const char *cls;              /* from JUSTITIA_CLASS, NULL = let the daemon decide */
+	const char *cls_hint;         /* from JUSTITIA_CLASS, NULL = let the daemon decide */
+	int need_fail_open;           /* lost the daemon: QPs must stop pacing */
 } cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static uint64_t now_ns(void)
@@ -55,13 +58,13 @@ void shim_client_init(void)
 	const char *c = secure_getenv("JUSTITIA_CLASS");
 
 	if (!c || !*c || !strcmp(c, "auto"))
-		cl.cls = NULL;
+		cl.cls_hint = NULL;
 	else if (!strcmp(c, "lat") || !strcmp(c, "latency"))
-		cl.cls = "latency";
+		cl.cls_hint = "latency";
 	else if (!strcmp(c, "tput") || !strcmp(c, "throughput"))
-		cl.cls = "throughput";
+		cl.cls_hint = "throughput";
 	else if (!strcmp(c, "bw") || !strcmp(c, "bandwidth"))
-		cl.cls = "bandwidth";
+		cl.cls_hint = "bandwidth";
 	else
 		shim_log("JUSTITIA_CLASS=%s is not lat|tput|bw|auto: ignored", c);
 }
@@ -73,8 +76,9 @@ static void disconnect(int failed)
 	if (cl.fd >= 0 && cl.pid == getpid())
 		close(cl.fd);
 	cl.fd = -1;
-	cl.global = NULL;
+	atomic_store(&cl.global, NULL);
 	cl.client = NULL;
+	cl.need_fail_open = 1;
 	if (failed) {
 		cl.backoff_ns = cl.backoff_ns ? cl.backoff_ns * 2 : BACKOFF_MIN_NS;
 		if (cl.backoff_ns > BACKOFF_MAX_NS)
@@ -167,7 +171,7 @@ static int hello(void)
 		disconnect(1);
 		return rc;
 	}
-	cl.global = g;
+	atomic_store(&cl.global, g);
 	cl.global_size = gsize;
 	cl.client = c;
 	cl.client_size = csize;
@@ -205,35 +209,124 @@ static int ensure_connected(void)
 	return 0;
 }
 
+static const char *const class_names[] = { "latency", "throughput", "bandwidth" };
+
+static int class_from_name(const char *s)
+{
+	for (int i = 0; i < 3; i++)
+		if (s && !strcmp(s, class_names[i]))
+			return i;
+	return -1;
+}
+
 static int register_locked(struct shim_qp *q)
 {
 	const char *type = q->type == IBV_QPT_RC ? "RC" : q->type == IBV_QPT_UC ? "UC"
 			 : q->type == IBV_QPT_UD ? "UD" : "OTHER";
+	struct jst_shm_global *g = atomic_load(&cl.global);
+	json_int_t flow, cslot, gslot;
+	const char *warn;
 	json_t *req, *r;
-	json_int_t flow, cslot;
+	int cls;
 
-	if (cl.fd < 0)
+	if (cl.fd < 0 || !g)
 		return -ENOTCONN;
 	req = json_pack("{s:i, s:s, s:s, s:i, s:I, s:s}", "v", PROTO_VERSION, "cmd", "register_qp",
 			"device", q->sctx ? q->sctx->device : "?", "port", (int)q->port,
 			"qpn", (json_int_t)atomic_load(&q->qpn), "qp_type", type);
-	if (cl.cls)
-		json_object_set_new(req, "class", json_string(cl.cls));
+	/* the application's own word beats the daemon's rules, which beat
+	 * the environment */
+	if (q->cls_from_api)
+		json_object_set_new(req, "class", json_string(class_names[atomic_load(&q->cls)]));
+	else if (cl.cls_hint)
+		json_object_set_new(req, "class_hint", json_string(cl.cls_hint));
 	r = call(req, NULL, NULL);
 	if (!r)
 		return -EPROTO;
 	flow = json_integer_value(json_object_get(r, "flow"));
 	cslot = json_integer_value(json_object_get(r, "app_slot"));
-	if (json_is_string(json_object_get(r, "warning")))
-		shim_log("QP %u: %s", atomic_load(&q->qpn),
-			 json_string_value(json_object_get(r, "warning")));
+	gslot = json_integer_value(json_object_get(r, "slot"));
+	cls = class_from_name(json_string_value(json_object_get(r, "class")));
+	warn = json_string_value(json_object_get(r, "warning"));
+	snprintf(q->warning, sizeof(q->warning), "%s", warn ? warn : "");
+	if (warn)
+		shim_log("QP %u: %s", atomic_load(&q->qpn), warn);
 	json_decref(r);
 	if (flow <= 0 || cslot < 0 || (uint64_t)cslot >= cl.client->n_slots ||
-	    jst_shm_client_size((uint32_t)cslot + 1) > cl.client_size)
+	    jst_shm_client_size((uint32_t)cslot + 1) > cl.client_size || gslot < 0 ||
+	    (uint64_t)gslot >= g->n_slots || jst_shm_global_size((uint32_t)gslot + 1) > cl.global_size ||
+	    cls < 0) {
+		shim_log_once("justitiad's registration reply does not validate: QP unmanaged");
 		return -EPROTO;
+	}
 	q->flow_id = (uint32_t)flow;
+	if (!q->cls_from_api)
+		atomic_store(&q->cls, cls);
 	atomic_store_explicit(&q->shm_stats, jst_shm_client_slot(cl.client, (uint32_t)cslot),
 			      memory_order_release);
+	atomic_store_explicit(&q->slot, jst_shm_global_slot(g, (uint32_t)gslot),
+			      memory_order_release);
+	shim_pace_update(q);
+	return 0;
+}
+
+const struct jst_shm_global *shim_client_global(void)
+{
+	return atomic_load_explicit(&cl.global, memory_order_acquire);
+}
+
+/* Is the daemon still there?  Its connection must not be readable (EOF or
+ * stray bytes) and its heartbeat must be fresh. */
+static int daemon_gone(void)
+{
+	struct jst_shm_global *g = atomic_load(&cl.global);
+	struct pollfd pfd = { .fd = cl.fd, .events = POLLIN };
+
+	if (!g || !(atomic_load_explicit(&g->flags, memory_order_acquire) & JST_G_RUNNING))
+		return 1;
+	if (poll(&pfd, 1, 0) > 0)
+		return 1;
+	return atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed) + 2000000000ull <
+	       now_ns();
+}
+
+void shim_client_poll(void)
+{
+	int gone;
+
+	pthread_mutex_lock(&cl.lock);
+	if (cl.fd >= 0 && cl.pid == getpid() && daemon_gone()) {
+		shim_log("justitiad went away: running unmanaged until it is back");
+		disconnect(1);
+	}
+	gone = cl.need_fail_open;
+	cl.need_fail_open = 0;
+	pthread_mutex_unlock(&cl.lock);
+	if (gone)
+		shim_pace_fail_open();
+	/* reconnecting registers every QP anew (and may need the registry
+	 * lock, which fail-open took and released above) */
+	pthread_mutex_lock(&cl.lock);
+	if (cl.fd < 0 || cl.pid != getpid())
+		ensure_connected();
+	pthread_mutex_unlock(&cl.lock);
+}
+
+int shim_client_set_class(struct shim_qp *q, int cls)
+{
+	json_t *r;
+
+	atomic_store(&q->cls, cls);
+	q->cls_from_api = 1;
+	pthread_mutex_lock(&cl.lock);
+	if (q->flow_id && cl.fd >= 0 && cl.pid == getpid()) {
+		r = call(json_pack("{s:i, s:s, s:I, s:s}", "v", PROTO_VERSION, "cmd", "update_qp",
+				   "flow", (json_int_t)q->flow_id, "class", class_names[cls]),
+			 NULL, NULL);
+		json_decref(r);
+	}
+	pthread_mutex_unlock(&cl.lock);
+	shim_pace_update(q);
 	return 0;
 }
 

@@ -12,6 +12,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "shm_abi.h"
+
 struct shim_qp;
 
 void shim_client_init(void);
@@ -21,6 +23,13 @@ void shim_client_qp_created(struct shim_qp *q, struct ibv_qp *qp);
 void shim_client_qp_modified(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask);
 /* The QP is about to be destroyed: unregister it. */
 void shim_client_qp_destroyed(struct shim_qp *q);
+/* The daemon's global segment (read-only), or NULL when not connected. */
+const struct jst_shm_global *shim_client_global(void);
+/* From the progress thread, every few ms: notice a dead daemon (then fail
+ * open) and reconnect to a returned one (with backoff). */
+void shim_client_poll(void);
+/* justitia_set_qp_class(): remember and tell the daemon. */
+int shim_client_set_class(struct shim_qp *q, int cls);
 /* fork(): the child must not talk on the parent's connection. */
 void shim_client_atfork_child(void);
 

@@ -7,34 +7,65 @@
  * the provider sees or returns. */
 #include "shim.h"
 #include "client.h"
+#include "inject.h"
 #include "log.h"
+#include "pace.h"
 
 #include <errno.h>
 #include <stddef.h>
 
 __thread int shim_busy;
 
+/* Which QP record?  A one-entry per-thread cache, valid while no QP was
+ * destroyed since (shim_qp_epoch), keeps the hash lookup off the hot path. */
+static __thread struct {
+	const struct ibv_qp *qp;
+	struct shim_qp *q;
+	unsigned epoch;
+} last __attribute__((tls_model("initial-exec")));
+
+static inline struct shim_qp *qp_record(struct ibv_qp *qp)
+{
+	unsigned e = atomic_load_explicit(&shim_qp_epoch, memory_order_acquire);
+
+	if (__builtin_expect(last.qp == qp && last.epoch == e, 1))
+		return last.q;
+	last.q = shim_qp_find(qp->context, qp->qp_num);
+	last.qp = qp;
+	last.epoch = e;
+	return last.q;
+}
+
+int shim_count_all; /* JUSTITIA_STATS asked: count latency QPs too */
+
 static int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	struct shim_ctx *c = shim_ctx_find(qp->context);
-	struct shim_qp *q;
+	struct shim_qp *q = qp_record(qp);
+	struct shim_ctx *c;
+	uint64_t bytes, n;
 	int rc;
 
+	if (__builtin_expect(q != NULL, 1)) {
+		/* latency QPs: this one branch, then the provider */
+		if (atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
+		    !shim_count_all)
+			return q->sctx->post_send(qp, wr, bad);
+		if (!atomic_load_explicit(&q->direct, memory_order_relaxed))
+			return shim_pace_post(q, qp, wr, bad);
+		*bad = NULL;
+		rc = q->sctx->post_send(qp, wr, bad);
+		n = stats_account_send(&q->st, wr, rc ? *bad : NULL, rc, &bytes);
+		shim_ops_publish(q, n, bytes);
+		return rc;
+	}
+	c = shim_ctx_find(qp->context);
 	if (!c) {
 		/* Cannot happen for a context we patched; refuse rather than crash. */
 		shim_log_once("post_send on an unknown context");
 		*bad = wr;
 		return EINVAL;
 	}
-	*bad = NULL;
-	rc = c->post_send(qp, wr, bad);
-	q = shim_qp_find(qp->context, qp->qp_num);
-	if (q) {
-		uint64_t bytes, n = stats_account_send(&q->st, wr, rc ? *bad : NULL, rc, &bytes);
-
-		shim_ops_publish(q, n, bytes);
-	}
-	return rc;
+	return c->post_send(qp, wr, bad);
 }
 
 static int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
@@ -68,7 +99,16 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		shim_log_once("poll_cq on an unknown context");
 		return -1;
 	}
-	got = c->poll_cq(cq, n, wc);
+	got = 0;
+	if (__builtin_expect(atomic_load_explicit(&shim_inject_pending, memory_order_acquire), 0))
+		got = shim_inject_take(cq, n, wc);
+	if (got < n) {
+		int more = c->poll_cq(cq, n - got, wc + got);
+
+		if (more < 0)
+			return got ? got : more;
+		got += more;
+	}
 	for (int i = 0; i < got; i++) {
 		struct shim_qp *q = shim_qp_find(cq->context, wc[i].qp_num);
 
@@ -90,7 +130,7 @@ static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 	}
 	qp = c->create_qp_ex(ctx, attr);
 	if (qp && !shim_busy)
-		shim_ops_track_qp(qp, "ibv_create_qp_ex");
+		shim_ops_track_qp(qp, "ibv_create_qp_ex", attr->cap.max_send_wr);
 	return qp;
 }
 
@@ -132,7 +172,8 @@ struct shim_ctx *shim_ops_attach(struct ibv_context *ctx)
 	return c;
 }
 
-struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via)
+struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via,
+				  uint32_t max_send_wr)
 {
 	struct shim_ctx *c = shim_ops_attach(qp->context);
 	struct shim_qp *q;
@@ -144,6 +185,7 @@ struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via)
 		shim_log_once("out of memory: QP left untracked");
 		return NULL;
 	}
+	q->max_send_wr = max_send_wr;
 	shim_client_qp_created(q, qp);
 	return q;
 }

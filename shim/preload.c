@@ -22,6 +22,7 @@
 #include "shim.h"
 #include "client.h"
 #include "log.h"
+#include "pace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -69,6 +70,7 @@ static void atfork_child(void)
 {
 	shim_registry_atfork_child();
 	shim_client_atfork_child();
+	shim_pace_atfork_child();
 }
 
 static void shim_init(void)
@@ -88,8 +90,10 @@ static void shim_init(void)
 	real.create_qp_1_0 = (void *(*)(void *, void *))lookup("ibv_create_qp", "IBVERBS_1.0");
 	real.destroy_qp_1_0 = (compat_int_fn)lookup("ibv_destroy_qp", "IBVERBS_1.0");
 	s = secure_getenv("JUSTITIA_STATS");
-	if (s && *s)
+	if (s && *s) {
 		stats_path = strdup(s);
+		shim_count_all = 1;
+	}
 	shim_client_init();
 	pthread_atfork(shim_registry_atfork_prepare, shim_registry_atfork_parent, atfork_child);
 	shim_log("loaded");
@@ -150,7 +154,7 @@ struct ibv_qp *jst_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp = real.create_qp(pd, attr);
 	if (qp && !shim_busy) {
 		atomic_store(&used_verbs, true);
-		shim_ops_track_qp(qp, "ibv_create_qp");
+		shim_ops_track_qp(qp, "ibv_create_qp", attr->cap.max_send_wr);
 	}
 	return qp;
 }
@@ -165,8 +169,10 @@ int jst_destroy_qp(struct ibv_qp *qp)
 	if (!real.destroy_qp)
 		return ENOSYS;
 	q = shim_busy ? NULL : shim_qp_find_sure(qp->context, qp->qp_num);
-	if (q)
+	if (q) {
+		shim_pace_qp_gone(q);
 		shim_client_qp_destroyed(q);
+	}
 	return shim_qp_destroy(qp, real.destroy_qp);
 }
 
@@ -206,7 +212,7 @@ struct ibv_qp_ex *jst_qp_to_qp_ex(struct ibv_qp *qp)
 		return qpx;
 	q = shim_qp_find_sure(qp->context, qp->qp_num);
 	if (!q)
-		q = shim_ops_track_qp(qp, "unknown");
+		q = shim_ops_track_qp(qp, "unknown", 0);
 	if (q)
 		shim_qpex_wrap(q, qpx);
 	return qpx;

@@ -129,6 +129,8 @@ struct shim_qp *shim_qp_find_sure(const struct ibv_context *ctx, uint32_t qpn)
 	return q;
 }
 
+_Atomic unsigned shim_qp_epoch;
+
 static struct shim_qp *record_alloc(void)
 {
 	struct shim_qp *q;
@@ -141,7 +143,10 @@ static struct shim_qp *record_alloc(void)
 		free_count--;
 		return q;
 	}
-	return calloc(1, sizeof(*q));
+	q = calloc(1, sizeof(*q));
+	if (q)
+		pthread_mutex_init(&q->lock, NULL);
+	return q;
 }
 
 static void retire(const struct shim_qp *q)
@@ -186,6 +191,7 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 		/* The QP number came back while the old QP's destruction went
 		 * unseen: keep the old counters as a destroyed QP, start anew. */
 		retire(q);
+		atomic_fetch_add_explicit(&shim_qp_epoch, 1, memory_order_release);
 		needs_link = 0;
 	} else {
 		q = record_alloc();
@@ -208,6 +214,17 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 	q->port = 0;
 	q->flow_id = 0;
 	atomic_store_explicit(&q->shm_stats, NULL, memory_order_relaxed);
+	atomic_store_explicit(&q->slot, NULL, memory_order_relaxed);
+	q->warning[0] = 0;
+	q->qp = qp;
+	atomic_store_explicit(&q->cls, JST_CLASS_BANDWIDTH, memory_order_relaxed);
+	q->cls_from_api = 0;
+	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+	q->max_send_wr = 0;
+	q->bl_head = q->bl_tail = NULL;
+	q->bl_len = 0;
+	q->busy = 0;
+	q->busy_next = NULL;
 	q->free_next = NULL;
 	if (!needs_link) {
 		atomic_fetch_add_explicit(&q->gen, 1, memory_order_release);
@@ -244,6 +261,7 @@ int shim_qp_destroy(struct ibv_qp *qp, int (*destroy)(struct ibv_qp *))
 	if (!q)
 		goto out;
 	retire(q);
+	atomic_fetch_add_explicit(&shim_qp_epoch, 1, memory_order_release);
 	/* Unlink; readers standing on q still find their way through q->next. */
 	atomic_store_explicit(link, atomic_load(&q->next), memory_order_release);
 	atomic_fetch_add_explicit(&q->gen, 1, memory_order_acq_rel);

@@ -6,6 +6,7 @@
 #define JUSTITIA_SHIM_REGISTRY_H
 
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "shm_abi.h"
@@ -66,6 +67,19 @@ struct shim_qp {
 	unsigned port;
 	uint32_t flow_id;                     /* 0: not registered */
 	struct jst_flow_stats *_Atomic shm_stats; /* our counter slot, or NULL */
+	const struct jst_flow_ctl *_Atomic slot;  /* the daemon's slot, or NULL */
+	char warning[160];
+	/* data path (pace.c) */
+	struct ibv_qp *qp;
+	_Atomic int cls;                      /* enum jst_flow_class */
+	int cls_from_api;                     /* set by justitia_set_qp_class() */
+	_Atomic int direct;                   /* 1: post straight to the provider */
+	uint32_t max_send_wr;
+	pthread_mutex_t lock;                 /* backlog; initialised once */
+	struct pend_wr *bl_head, *bl_tail;
+	size_t bl_len;
+	int busy;                             /* on the progress thread's list */
+	struct shim_qp *busy_next;
 	struct shim_qp *free_next;
 };
 
@@ -84,6 +98,9 @@ struct shim_qp *shim_qp_find(const struct ibv_context *ctx, uint32_t qpn);
 struct shim_qp *shim_qp_find_sure(const struct ibv_context *ctx, uint32_t qpn);
 struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 			    const char *created_via);
+/* Bumped whenever a QP record is retired: per-thread lookup caches compare
+ * it to know they are still valid. */
+extern _Atomic unsigned shim_qp_epoch;
 /* Destroy @qp with @destroy and, if that worked, forget its record (its
  * counters are kept for the report).  Returns what @destroy returned. */
 int shim_qp_destroy(struct ibv_qp *qp, int (*destroy)(struct ibv_qp *));

@@ -14,8 +14,12 @@ extern __thread int shim_busy;
 /* Take over the ops of a context (idempotent).  Returns its record or NULL
  * when it cannot be tracked (the context then stays untouched). */
 struct shim_ctx *shim_ops_attach(struct ibv_context *ctx);
-/* Record a QP the application created; attaches its context if needed. */
-struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via);
+/* Record a QP the application created; attaches its context if needed.
+ * @max_send_wr: the send queue size the provider granted (0: unknown). */
+struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via,
+				  uint32_t max_send_wr);
+/* Set when JUSTITIA_STATS asks for exact counts of every QP. */
+extern int shim_count_all;
 
 /* Add posted WRs to the flow's counters in the daemon's shared memory. */
 void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes);

@@ -15,6 +15,8 @@
 #include "../../shim/ops.c"
 #include "../../shim/qpex.c"
 #include "../../shim/client.c"
+#include "../../shim/pace.c"
+#include "../../shim/inject.c"
 #include "../../common/proto.c"
 
 /* ------------------------------------------------------------ fake provider */
@@ -105,7 +107,7 @@ static int setup(void **state)
 	qp.context = ctx;
 	qp.qp_num = 7;
 	qp.qp_type = IBV_QPT_RC;
-	assert_non_null(shim_ops_track_qp(&qp, "ibv_create_qp"));
+	assert_non_null(shim_ops_track_qp(&qp, "ibv_create_qp", 64));
 	return 0;
 }
 
@@ -248,7 +250,7 @@ static void destroy_retires_and_failure_keeps(void **state)
 
 	s = shim_registry_snapshot(&before, &ov, &n_ov);
 	free(s);
-	assert_non_null(shim_ops_track_qp(&other, "ibv_create_qp"));
+	assert_non_null(shim_ops_track_qp(&other, "ibv_create_qp", 64));
 	assert_int_equal(shim_qp_destroy(&other, busy_destroy), EBUSY);
 	assert_non_null(shim_qp_find(ctx, 8));
 	assert_int_equal(shim_qp_destroy(&other, ok_destroy), 0);
@@ -295,13 +297,13 @@ static void lock_free_lookup_under_churn(void **state)
 	void *rv;
 
 	live.context = ctx;
-	assert_non_null(shim_ops_track_qp(&live, "ibv_create_qp"));
+	assert_non_null(shim_ops_track_qp(&live, "ibv_create_qp", 64));
 	for (int i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, reader, NULL);
 	for (int round = 0; round < 20000; round++) {
 		struct ibv_qp tmp = { .context = ctx, .qp_num = 6000 + round % 300 };
 
-		assert_non_null(shim_ops_track_qp(&tmp, "ibv_create_qp"));
+		assert_non_null(shim_ops_track_qp(&tmp, "ibv_create_qp", 64));
 		assert_int_equal(shim_qp_destroy(&tmp, ok_destroy), 0);
 	}
 	atomic_store(&stop, true);

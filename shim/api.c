@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+/* The public API of justitia.h, exported by libjustitia.so (JUSTITIA_1.0). */
+#include "justitia.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client.h"
+#include "shim.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT int justitia_set_qp_class(struct ibv_qp *qp, int cls)
+{
+	struct shim_qp *q;
+
+	if (!qp || cls < JUSTITIA_CLASS_LATENCY || cls > JUSTITIA_CLASS_BANDWIDTH)
+		return EINVAL;
+	q = shim_qp_find_sure(qp->context, qp->qp_num);
+	if (!q)
+		return EINVAL;
+	return shim_client_set_class(q, cls);
+}
+
+EXPORT int justitia_qp_status(struct ibv_qp *qp, struct justitia_qp_status *st)
+{
+	const struct jst_flow_ctl *slot;
+	struct shim_qp *q;
+
+	if (!qp || !st)
+		return EINVAL;
+	q = shim_qp_find_sure(qp->context, qp->qp_num);
+	if (!q)
+		return EINVAL;
+	memset(st, 0, sizeof(*st));
+	slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	st->cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+	st->managed = slot != NULL;
+	if (slot) {
+		st->split = !!(atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT);
+		st->chunk_bytes = atomic_load_explicit(&slot->chunk_bytes, memory_order_relaxed);
+		st->rate_bps = atomic_load_explicit(&slot->rate_bps, memory_order_relaxed);
+	}
+	snprintf(st->warning, sizeof(st->warning), "%s", q->warning);
+	return 0;
+}

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+/* Pacing of throughput and bandwidth QPs (see pace.h).
+ *
+ * Threads: application threads post; one progress thread per process posts
+ * backlogs when tokens are due and re-reads the daemon's grants every
+ * TICK_NS.  It sleeps in epoll on a timerfd (next token due or next tick)
+ * and an eventfd (a backlog appeared): no core spins.
+ * Locks: registry lock -> q->lock -> busy-list lock, never the other way. */
+#include "pace.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bucket.h"
+#include "client.h"
+#include "inject.h"
+#include "log.h"
+#include "shim.h"
+
+#define TICK_NS 10000000ull          /* re-read grants, check the daemon */
+#define BURST_NS 200000ull           /* tokens a quiet flow may bank */
+#define DAEMON_STALE_NS 1000000000ull /* heartbeat older than this: gone */
+#define BACKLOG_MAX 65536            /* when max_send_wr is unknown */
+
+static struct {
+	pthread_mutex_t lock;            /* busy list */
+	struct shim_qp *busy;
+	pid_t pid;                       /* process whose thread runs */
+	int efd, tfd, ep;
+	pthread_t th;
+} pg = { .lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .tfd = -1, .ep = -1 };
+
+static uint64_t pace_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wr_bytes(const struct ibv_send_wr *wr)
+{
+	uint64_t b = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		b += wr->sg_list[i].length;
+	return b;
+}
+
+/* What one WR costs in the flow's bucket, in ns at its granted rate. */
+static uint64_t wr_cost_ns(int cls, const struct jst_flow_ctl *slot, uint64_t bytes)
+{
+	if (cls == JST_CLASS_THROUGHPUT) {
+		uint64_t ops = atomic_load_explicit(&slot->ops_per_s, memory_order_relaxed);
+
+		return ops ? 1000000000ull / ops : 0;
+	}
+	return bucket_cost_ns(bytes, atomic_load_explicit(&slot->rate_bps, memory_order_relaxed));
+}
+
+static int daemon_alive(const struct jst_flow_ctl *slot)
+{
+	const struct jst_shm_global *g = shim_client_global();
+	uint64_t hb;
+
+	if (!g || !slot)
+		return 0;
+	if (!(atomic_load_explicit(&g->flags, memory_order_acquire) & JST_G_RUNNING))
+		return 0;
+	hb = atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed);
+	return hb + DAEMON_STALE_NS > pace_now();
+}
+
+/* Paced means: managed, not latency, and the daemon grants a finite rate. */
+static int wants_pacing(struct shim_qp *q)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+
+	if (!slot || cls == JST_CLASS_LATENCY || q->type != IBV_QPT_RC || !daemon_alive(slot))
+		return 0;
+	if (!(atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_PACE))
+		return 0;
+	if (cls == JST_CLASS_THROUGHPUT)
+		return atomic_load_explicit(&slot->ops_per_s, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&slot->rate_bps, memory_order_relaxed) != 0;
+}
+
+/* ------------------------------------------------------------ backlog */
+
+static void busy_add(struct shim_qp *q)
+{
+	uint64_t one = 1;
+
+	if (q->busy)
+		return;
+	q->busy = 1;
+	pthread_mutex_lock(&pg.lock);
+	q->busy_next = pg.busy;
+	pg.busy = q;
+	pthread_mutex_unlock(&pg.lock);
+	if (pg.efd >= 0 && write(pg.efd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: the thread is awake anyway */
+	}
+}
+
+static void busy_remove(struct shim_qp *q)
+{
+	struct shim_qp **pp;
+
+	if (!q->busy)
+		return;
+	pthread_mutex_lock(&pg.lock);
+	for (pp = &pg.busy; *pp; pp = &(*pp)->busy_next)
+		if (*pp == q) {
+			*pp = q->busy_next;
+			break;
+		}
+	pthread_mutex_unlock(&pg.lock);
+	q->busy = 0;
+	q->busy_next = NULL;
+}
+
+/* Copy a WR (and its inline payload, which the application may reuse as
+ * soon as the post returns). */
+static struct pend_wr *pend_copy(const struct ibv_send_wr *wr)
+{
+	size_t n = wr->num_sge > 0 ? (size_t)wr->num_sge : 0, inl = 0, off;
+	struct pend_wr *p;
+
+	if (wr->send_flags & IBV_SEND_INLINE)
+		inl = wr_bytes(wr);
+	p = malloc(sizeof(*p) + n * sizeof(struct ibv_sge) + inl);
+	if (!p)
+		return NULL;
+	p->next = NULL;
+	p->wr = *wr;
+	p->wr.next = NULL;
+	p->wr.sg_list = p->sge;
+	memcpy(p->sge, wr->sg_list, n * sizeof(struct ibv_sge));
+	p->cost_bytes = wr_bytes(wr);
+	if (inl) {
+		char *data = (char *)&p->sge[n];
+
+		off = 0;
+		for (size_t i = 0; i < n; i++) {
+			memcpy(data + off, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			p->sge[i].addr = (uintptr_t)(data + off);
+			off += wr->sg_list[i].length;
+		}
+	}
+	return p;
+}
+
+static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	default: return IBV_WC_SEND;
+	}
+}
+
+/* Post one WR for the application (counts it like the direct path). */
+static int post_one(struct shim_qp *q, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	uint64_t bytes, n;
+	int rc;
+
+	rc = q->sctx->post_send(q->qp, wr, &bad);
+	n = stats_account_send(&q->st, wr, rc ? bad : NULL, rc, &bytes);
+	shim_ops_publish(q, n, bytes);
+	return rc;
+}
+
+/* A backlogged WR the provider refused (QP in error, ...): the application
+ * was told "posted", so it gets the completion a flushed WR gets, and so
+ * does everything queued behind it. */
+static void fail_backlog(struct shim_qp *q, int rc)
+{
+	struct pend_wr *p;
+
+	shim_log("QP %u: provider refused a paced WR (%d): flushing %zu queued WRs",
+		 q->qp->qp_num, rc, q->bl_len);
+	while ((p = q->bl_head)) {
+		struct ibv_wc wc = { .wr_id = p->wr.wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+				     .opcode = wc_opcode(p->wr.opcode), .qp_num = q->qp->qp_num };
+
+		shim_inject_wc(q->qp->send_cq, &wc);
+		q->bl_head = p->next;
+		free(p);
+	}
+	q->bl_tail = NULL;
+	q->bl_len = 0;
+}
+
+/* Post what the tokens allow.  Called with q->lock held; returns the time
+ * the next token is due (0 = nothing waiting). */
+static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+	int direct = atomic_load_explicit(&q->direct, memory_order_relaxed);
+	struct pend_wr *p;
+
+	while ((p = q->bl_head)) {
+		int rc;
+
+		if (!direct && slot && st) {
+			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
+						    wr_cost_ns(cls, slot, p->cost_bytes), BURST_NS);
+
+			if (wait)
+				return now + wait;
+		}
+		rc = post_one(q, &p->wr);
+		if (rc) {
+			fail_backlog(q, rc);
+			break;
+		}
+		q->bl_head = p->next;
+		if (!q->bl_head)
+			q->bl_tail = NULL;
+		q->bl_len--;
+		free(p);
+	}
+	busy_remove(q);
+	return 0;
+}
+
+/* ------------------------------------------------------------ post path */
+
+int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+	size_t cap = q->max_send_wr ? q->max_send_wr : BACKLOG_MAX;
+	uint64_t now = pace_now();
+	int rc = 0;
+
+	*bad = NULL;
+	pthread_mutex_lock(&q->lock);
+	for (; wr; wr = wr->next) {
+		struct pend_wr *p;
+
+		/* nothing queued ahead and a token now: straight to the provider */
+		if (!q->bl_head && (atomic_load_explicit(&q->direct, memory_order_relaxed) ||
+				    !slot || !st ||
+				    !bucket_take(&st->bucket_vtime_ns, now,
+						 wr_cost_ns(cls, slot, wr_bytes(wr)), BURST_NS))) {
+			struct ibv_send_wr one = *wr;
+
+			one.next = NULL;
+			rc = post_one(q, &one);
+			if (rc) {
+				*bad = wr;
+				break;
+			}
+			continue;
+		}
+		/* The application may have max_send_wr WRs outstanding; the
+		 * provider holds some, the backlog the others.  More than its
+		 * send queue could take fails as it would natively. */
+		if (q->bl_len >= cap) {
+			rc = ENOMEM;
+			*bad = wr;
+			break;
+		}
+		p = pend_copy(wr);
+		if (!p) {
+			rc = ENOMEM;
+			*bad = wr;
+			break;
+		}
+		if (q->bl_tail)
+			q->bl_tail->next = p;
+		else
+			q->bl_head = p;
+		q->bl_tail = p;
+		q->bl_len++;
+		busy_add(q);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+/* ------------------------------------------------------------ progress thread */
+
+static int reevaluate(struct shim_qp *q)
+{
+	shim_pace_update(q);
+	return 0;
+}
+
+static void arm(uint64_t at)
+{
+	struct itimerspec its = { 0 };
+
+	its.it_value.tv_sec = (time_t)(at / 1000000000ull);
+	its.it_value.tv_nsec = (long)(at % 1000000000ull);
+	timerfd_settime(pg.tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void *progress_main(void *arg)
+{
+	uint64_t next_tick = 0;
+
+	shim_busy = 1; /* this thread's verbs calls are the shim's own */
+	for (;;) {
+		struct epoll_event ev[2];
+		uint64_t now, next, buf;
+		struct shim_qp *list[64];
+		size_t n = 0;
+
+		if (epoll_wait(pg.ep, ev, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (read(pg.efd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
+			/* nothing to drain */
+		}
+		if (read(pg.tfd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
+			/* not expired yet */
+		}
+		now = pace_now();
+		if (now >= next_tick) {
+			shim_client_poll();
+			shim_registry_foreach(reevaluate);
+			next_tick = now + TICK_NS;
+		}
+		next = next_tick;
+		/* take the busy QPs a handful at a time; each under its lock */
+		pthread_mutex_lock(&pg.lock);
+		for (struct shim_qp *q = pg.busy; q && n < 64; q = q->busy_next)
+			list[n++] = q;
+		pthread_mutex_unlock(&pg.lock);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t due;
+
+			pthread_mutex_lock(&list[i]->lock);
+			due = list[i]->busy ? drain_locked(list[i], now) : 0;
+			pthread_mutex_unlock(&list[i]->lock);
+			if (due && due < next)
+				next = due;
+		}
+		if (n == 64)
+			next = now; /* more waiting: come straight back */
+		arm(next);
+	}
+	return NULL;
+}
+
+static int progress_start(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	sigset_t all, old;
+	int rc;
+
+	if (pg.ep >= 0 && pg.pid == getpid())
+		return 0;
+	pg.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	pg.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	pg.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (pg.efd < 0 || pg.tfd < 0 || pg.ep < 0)
+		goto out_close;
+	ev.data.fd = pg.efd;
+	if (epoll_ctl(pg.ep, EPOLL_CTL_ADD, pg.efd, &ev))
+		goto out_close;
+	ev.data.fd = pg.tfd;
+	if (epoll_ctl(pg.ep, EPOLL_CTL_ADD, pg.tfd, &ev))
+		goto out_close;
+	/* the application's signals are not ours to take */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&pg.th, NULL, progress_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		goto out_close;
+	pthread_setname_np(pg.th, "justitia-pace");
+	pthread_detach(pg.th);
+	pg.pid = getpid();
+	arm(pace_now() + TICK_NS);
+	return 0;
+out_close:
+	shim_log_once("cannot start the pacing thread: QPs stay unpaced");
+	if (pg.efd >= 0)
+		close(pg.efd);
+	if (pg.tfd >= 0)
+		close(pg.tfd);
+	if (pg.ep >= 0)
+		close(pg.ep);
+	pg.efd = pg.tfd = pg.ep = -1;
+	return -1;
+}
+
+/* ------------------------------------------------------------ state changes */
+
+void shim_pace_update(struct shim_qp *q)
+{
+	int want = wants_pacing(q);
+
+	if (want && progress_start())
+		want = 0;
+	pthread_mutex_lock(&q->lock);
+	if (!want && !atomic_load_explicit(&q->direct, memory_order_relaxed)) {
+		/* back to direct: what is queued goes first, unpaced */
+		atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+		drain_locked(q, pace_now());
+	} else if (want) {
+		atomic_store_explicit(&q->direct, 0, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+void shim_pace_qp_gone(struct shim_qp *q)
+{
+	struct pend_wr *p;
+
+	pthread_mutex_lock(&q->lock);
+	busy_remove(q);
+	while ((p = q->bl_head)) {
+		q->bl_head = p->next;
+		free(p);
+	}
+	q->bl_tail = NULL;
+	q->bl_len = 0;
+	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static int fail_open_one(struct shim_qp *q)
+{
+	pthread_mutex_lock(&q->lock);
+	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+	if (q->bl_head)
+		drain_locked(q, pace_now());
+	/* the daemon's memory is no longer ours to read or write */
+	atomic_store_explicit(&q->slot, NULL, memory_order_release);
+	atomic_store_explicit(&q->shm_stats, NULL, memory_order_release);
+	q->flow_id = 0;
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+void shim_pace_fail_open(void)
+{
+	shim_registry_foreach(fail_open_one);
+}
+
+void shim_pace_atfork_child(void)
+{
+	pthread_mutex_init(&pg.lock, NULL);
+	pg.busy = NULL;
+	pg.ep = pg.efd = pg.tfd = -1; /* the parent's, shared: leave them */
+	pg.pid = 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* Pacing of throughput and bandwidth QPs by the daemon's tokens.
+ *
+ * A QP is "direct" when the shim only counts (latency class, unmanaged, or
+ * unpaced): its posts go straight to the provider.  Otherwise a post takes
+ * tokens from the flow's virtual-time bucket (common/bucket.h) against the
+ * rate the daemon granted; what cannot go now is copied into the QP's
+ * backlog, in order, and the post call returns at once.  A progress thread
+ * (asleep on a timerfd/eventfd, never spinning) posts the backlog as tokens
+ * arrive.  Work requests posted behind a backlog wait behind it, so the
+ * provider sees them in the application's order. */
+#ifndef JUSTITIA_SHIM_PACE_H
+#define JUSTITIA_SHIM_PACE_H
+
+#include <infiniband/verbs.h>
+
+#include "registry.h"
+
+/* A copy of one send WR (and of its inline data) waiting for tokens. */
+struct pend_wr {
+	struct pend_wr *next;
+	struct ibv_send_wr wr;
+	uint64_t cost_bytes;
+	struct ibv_sge sge[];
+};
+
+/* Decide whether @q is direct from its class and the daemon's slot. */
+void shim_pace_update(struct shim_qp *q);
+/* The paced post path: called by the post_send wrapper when !q->direct. */
+int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad);
+/* Drop the backlog of a QP that is being destroyed. */
+void shim_pace_qp_gone(struct shim_qp *q);
+/* The daemon went away: post every backlog unpaced, make every QP direct. */
+void shim_pace_fail_open(void);
+/* fork(): the progress thread does not exist in the child. */
+void shim_pace_atfork_child(void);
+
+#endif

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of the shim's pacing (shim/pace.c) against a fake provider and
+ * a fake daemon slot: the post call never blocks, the provider receives the
+ * work requests in the application's order and no faster than the granted
+ * rate, inline data is copied, the send queue limit holds, a refused WR
+ * becomes a flush completion, and losing the daemon fails open. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+
+#include "../../shim/log.c"
+#include "../../shim/stats.c"
+#include "../../shim/registry.c"
+#include "../../shim/ops.c"
+#include "../../shim/qpex.c"
+#include "../../shim/client.c"
+#include "../../shim/pace.c"
+#include "../../shim/inject.c"
+#include "../../common/proto.c"
+
+#define MAXW 256
+
+static struct {
+	pthread_mutex_t lock;
+	uint64_t wr_id[MAXW], t[MAXW];
+	char inline_seen[MAXW][8];
+	int n, fail_from;
+} prov = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_from = -1 };
+
+static uint64_t mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	pthread_mutex_lock(&prov.lock);
+	for (; wr; wr = wr->next) {
+		if (prov.fail_from >= 0 && prov.n >= prov.fail_from) {
+			*bad = wr;
+			pthread_mutex_unlock(&prov.lock);
+			return EINVAL;
+		}
+		if (prov.n < MAXW) {
+			prov.wr_id[prov.n] = wr->wr_id;
+			prov.t[prov.n] = mono();
+			if (wr->send_flags & IBV_SEND_INLINE)
+				memcpy(prov.inline_seen[prov.n], (void *)(uintptr_t)wr->sg_list[0].addr, 8);
+		}
+		prov.n++;
+	}
+	pthread_mutex_unlock(&prov.lock);
+	return 0;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	return 0;
+}
+
+static int provider_count(void)
+{
+	int n;
+
+	pthread_mutex_lock(&prov.lock);
+	n = prov.n;
+	pthread_mutex_unlock(&prov.lock);
+	return n;
+}
+
+static struct ibv_device fake_dev = { .name = "fake0" };
+static struct verbs_context vctx;
+static struct ibv_cq cq;
+static struct ibv_qp qp;
+static struct {
+	struct jst_shm_global g;
+	struct jst_flow_ctl slot[1];
+} gseg;
+static struct {
+	struct jst_shm_client c;
+	struct jst_flow_stats st[1];
+} cseg;
+static struct shim_qp *q;
+
+static int ok_destroy(struct ibv_qp *x) { return 0; }
+static int ok_close(struct ibv_context *c) { return 0; }
+
+static int setup(void **state)
+{
+	memset(&vctx, 0, sizeof(vctx));
+	vctx.sz = sizeof(vctx);
+	vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	vctx.context.device = &fake_dev;
+	vctx.context.ops.post_send = fake_post_send;
+	vctx.context.ops.poll_cq = fake_poll_cq;
+	cq.context = &vctx.context;
+	memset(&qp, 0, sizeof(qp));
+	qp.context = &vctx.context;
+	qp.qp_num = 21;
+	qp.qp_type = IBV_QPT_RC;
+	qp.send_cq = &cq;
+	pthread_mutex_lock(&prov.lock);
+	prov.n = 0;
+	prov.fail_from = -1;
+	pthread_mutex_unlock(&prov.lock);
+	memset(&gseg, 0, sizeof(gseg));
+	memset(&cseg, 0, sizeof(cseg));
+	atomic_store(&gseg.g.flags, JST_G_RUNNING);
+	atomic_store(&gseg.g.heartbeat_ns, mono());
+	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
+	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s: 1000 B = 1 ms */
+	q = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
+	assert_non_null(q);
+	/* no daemon answered registration; play the daemon from here on */
+	pthread_mutex_lock(&cl.lock);
+	atomic_store(&cl.global, &gseg.g);
+	cl.need_fail_open = 0;
+	cl.retry_at_ns = UINT64_MAX;
+	pthread_mutex_unlock(&cl.lock);
+	atomic_store(&q->slot, &gseg.slot[0]);
+	atomic_store(&q->shm_stats, &cseg.st[0]);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	shim_pace_qp_gone(q);
+	shim_qp_destroy(&qp, ok_destroy);
+	shim_ctx_close(&vctx.context, ok_close);
+	return 0;
+}
+
+static void post_n(int n, uint64_t first_id, uint32_t len)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = { .addr = 0x1000, .length = len };
+		struct ibv_send_wr wr = { .wr_id = first_id + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_send_wr *bad = NULL;
+
+		assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	}
+}
+
+static void wait_for(int n)
+{
+	for (int i = 0; i < 5000 && provider_count() < n; i++)
+		usleep(1000);
+}
+
+static void paced_in_order_and_not_faster(void **state)
+{
+	uint64_t t0 = mono(), posted;
+
+	post_n(8, 100, 1000);
+	posted = mono() - t0;
+	/* the post calls return at once: far less than the 7 ms the rate takes */
+	assert_true(posted < 5000000);
+	assert_true(provider_count() < 8);
+	wait_for(8);
+	assert_int_equal(provider_count(), 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(prov.wr_id[i], 100 + i);
+	/* 8 x 1000 B at 1 MB/s: the last cannot leave before ~7 ms minus the burst */
+	assert_true(prov.t[7] - t0 >= 6000000);
+	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].wrs, 8);
+	assert_int_equal(atomic_load(&cseg.st[0].bytes), 8000);
+}
+
+static void send_queue_limit_is_enomem(void **state)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 1000000 }; /* 1 s each */
+	struct ibv_send_wr wr[12], *bad = NULL;
+
+	memset(wr, 0, sizeof(wr));
+	for (int i = 0; i < 12; i++) {
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].next = i < 11 ? &wr[i + 1] : NULL;
+	}
+	/* max_send_wr 8: the first goes, eight wait, the tenth does not fit */
+	assert_int_equal(ibv_post_send(&qp, wr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &wr[9]);
+	assert_int_equal(q->bl_len, 8);
+}
+
+static void inline_data_is_copied(void **state)
+{
+	char buf[8] = "abcdefg";
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE };
+	struct ibv_send_wr *bad;
+
+	post_n(3, 1, 1000); /* put the bucket in debt so the inline WR waits */
+	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	memcpy(buf, "XXXXXXX", 8); /* allowed: inline data is the provider's once posted */
+	wait_for(4);
+	assert_int_equal(provider_count(), 4);
+	assert_memory_equal(prov.inline_seen[3], "abcdefg", 8);
+}
+
+static void refused_wr_becomes_flush_completion(void **state)
+{
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	pthread_mutex_lock(&prov.lock);
+	prov.fail_from = 2; /* the provider refuses from the third WR on */
+	pthread_mutex_unlock(&prov.lock);
+	post_n(5, 40, 1000);
+	for (int i = 0; i < 3000 && got < 3; i++) {
+		got += ibv_poll_cq(&cq, 8 - got, wc + got);
+		usleep(1000);
+	}
+	assert_int_equal(got, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[i].wr_id, 42 + i);
+		assert_int_equal(wc[i].qp_num, 21);
+	}
+}
+
+static void daemon_gone_fails_open(void **state)
+{
+	uint64_t t0;
+
+	post_n(4, 1, 1000000); /* would take seconds at 1 MB/s */
+	t0 = mono();
+	atomic_store(&gseg.g.flags, 0); /* the daemon exited */
+	shim_pace_fail_open();
+	assert_int_equal(provider_count(), 4);
+	assert_true(mono() - t0 < 500000000);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	assert_null(atomic_load(&q->slot));
+	post_n(2, 9, 1000000); /* now straight through */
+	assert_int_equal(provider_count(), 6);
+}
+
+static void latency_class_is_direct(void **state)
+{
+	atomic_store(&q->cls, JST_CLASS_LATENCY);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	post_n(20, 1, 1000000);
+	assert_int_equal(provider_count(), 20);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(paced_in_order_and_not_faster, setup, teardown),
+		cmocka_unit_test_setup_teardown(send_queue_limit_is_enomem, setup, teardown),
+		cmocka_unit_test_setup_teardown(inline_data_is_copied, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_wr_becomes_flush_completion, setup, teardown),
+		cmocka_unit_test_setup_teardown(daemon_gone_fails_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
+	};
+
+	setenv("JUSTITIA_SOCKET", "/nonexistent/justitiad.sock", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
