@@ -363,7 +363,7 @@ static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds
 
 static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 {
-	struct flow_req fr = { 0 };
+	struct flow_req fr = { .split_qpn = -1 };
 	const char *cmd, *code;
 	json_int_t qpn;
 	json_t *id = NULL, *r;
@@ -375,9 +375,10 @@ static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 	if (!cl->proc)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello first");
 	if (json_unpack_ex(req, &err, JSON_STRICT,
-			   "{s:i, s:s, s?o, s:s, s?i, s:I, s:s, s?s, s?s, s?i}", "v", &v, "cmd", &cmd,
-			   "id", &id, "device", &fr.device, "port", &port, "qpn", &qpn, "qp_type",
-			   &fr.qp_type, "class", &fr.cls, "class_hint", &fr.cls_hint, "weight", &weight))
+			   "{s:i, s:s, s?o, s:s, s?i, s:I, s:s, s?s, s?s, s?i, s?I}", "v", &v, "cmd",
+			   &cmd, "id", &id, "device", &fr.device, "port", &port, "qpn", &qpn, "qp_type",
+			   &fr.qp_type, "class", &fr.cls, "class_hint", &fr.cls_hint, "weight", &weight,
+			   "split_qpn", &fr.split_qpn))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
 	if (port < 0 || weight < 0 || qpn < 0 || qpn > 0xffffff)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "port, qpn or weight out of range");
@@ -406,16 +407,18 @@ static struct flow *own_flow(struct ctl_client *cl, json_int_t id)
 
 static json_t *cmd_update(struct ctl_client *cl, json_t *req)
 {
-	const char *cmd, *cls = NULL, *gid = NULL, *state = NULL;
-	json_int_t fid, peer = -1;
+	const char *cmd, *cls = NULL, *gid = NULL, *state = NULL, *split = NULL, *lgid = NULL;
+	json_int_t fid, peer = -1, split_qpn = -1;
 	json_t *id = NULL;
 	json_error_t err;
 	struct flow *f;
 	int v, port = -1;
 
-	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:I, s?s, s?I, s?s, s?s, s?i}",
-			   "v", &v, "cmd", &cmd, "id", &id, "flow", &fid, "class", &cls,
-			   "peer_qpn", &peer, "peer_gid", &gid, "state", &state, "port", &port))
+	if (json_unpack_ex(req, &err, JSON_STRICT,
+			   "{s:i, s:s, s?o, s:I, s?s, s?I, s?s, s?s, s?i, s?I, s?s, s?s}", "v", &v,
+			   "cmd", &cmd, "id", &id, "flow", &fid, "class", &cls, "peer_qpn", &peer,
+			   "peer_gid", &gid, "state", &state, "port", &port, "split_qpn", &split_qpn,
+			   "split", &split, "local_gid", &lgid))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
 	f = own_flow(cl, fid);
 	if (!f)
@@ -435,10 +438,48 @@ static json_t *cmd_update(struct ctl_client *cl, json_t *req)
 		f->port = (unsigned)port;
 	if (gid && strlen(gid) < sizeof(f->peer_gid))
 		snprintf(f->peer_gid, sizeof(f->peer_gid), "%s", gid);
+	if (lgid && strlen(lgid) < sizeof(f->local_gid))
+		snprintf(f->local_gid, sizeof(f->local_gid), "%s", lgid);
 	if (state && strlen(state) < sizeof(f->state))
 		snprintf(f->state, sizeof(f->state), "%s", state);
-	flows_publish(&cl->ctl->d->flows, f);
+	if (split_qpn >= 0 && split_qpn <= 0xffffff)
+		f->split_qpn = split_qpn;
+	if (split && (!strcmp(split, "none") || !strcmp(split, "split") || !strcmp(split, "pace_only")))
+		snprintf(f->split, sizeof(f->split), "%s", split);
+	if (cls)
+		flows_publish_all(&cl->ctl->d->flows);
+	else
+		flows_publish(&cl->ctl->d->flows, f);
 	return proto_reply_ok(req);
+}
+
+/* The split QP of our peer's QP, so that the shim can connect its own split
+ * QP to it (never guessed).  Answered from this daemon's registry when the
+ * peer QP is on a device it manages (one host, loopback); a peer on another
+ * host is asked through its daemon. */
+static json_t *cmd_split_peer(struct ctl_client *cl, json_t *req)
+{
+	const char *cmd, *gid;
+	json_int_t fid, peer;
+	json_t *id = NULL, *r;
+	json_error_t err;
+	struct flow *f;
+	int64_t split;
+	int v;
+
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:I, s:I, s:s}", "v", &v,
+			   "cmd", &cmd, "id", &id, "flow", &fid, "peer_qpn", &peer, "peer_gid", &gid))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	f = own_flow(cl, fid);
+	if (!f)
+		return proto_reply_error(req, PROTO_E_NOT_FOUND, "no flow %lld of yours",
+					 (long long)fid);
+	if (peer < 0 || peer > 0xffffff)
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "peer_qpn out of range");
+	split = flows_split_of(&cl->ctl->d->flows, gid, (uint32_t)peer);
+	r = proto_reply_ok(req);
+	json_object_set_new(r, "split_qpn", split >= 0 ? json_integer(split) : json_null());
+	return r;
 }
 
 static json_t *cmd_unregister(struct ctl_client *cl, json_t *req)
@@ -491,6 +532,8 @@ static void dispatch(struct ctl_client *cl, const char *line, size_t len)
 		r = cmd_update(cl, req);
 	else if (!strcmp(cmd, "unregister_qp"))
 		r = cmd_unregister(cl, req);
+	else if (!strcmp(cmd, "split_peer"))
+		r = cmd_split_peer(cl, req);
 	else
 		r = proto_reply_error(req, PROTO_E_UNKNOWN_COMMAND, "unknown command \"%.64s\"", cmd);
 	if (nfds)

@@ -4,6 +4,7 @@
 #include "flows.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,13 +83,34 @@ static void derive_policy(const struct flows *fl, struct flow *f)
 		f->weight = r ? r->weight : 1;
 }
 
+/* Bandwidth flows are split at the small chunk while a latency flow is
+ * registered (so a small message waits behind one chunk at most), at the
+ * large one otherwise (paper §5.2); rates are the controller's. */
 void flows_publish(struct flows *fl, struct flow *f)
 {
 	const struct config_device *d = device_conf(fl->cfg, f->device, f->port);
-	uint32_t chunk = d ? d->chunk_default : 1048576;
+	struct flows_counts c;
+	uint32_t chunk, flags = 0;
 
+	flows_count(fl, &c);
+	chunk = c.by_class[FLOW_CLASS_LATENCY] ? (d ? d->chunk_latency : 5120)
+					       : (d ? d->chunk_default : 1048576);
+	if (f->cls == FLOW_CLASS_BANDWIDTH)
+		flags = JST_F_PACE | JST_F_SPLIT;
+	else if (f->cls == FLOW_CLASS_THROUGHPUT)
+		flags = JST_F_PACE;
 	shm_slot_publish(jst_shm_global_slot(fl->global.base, f->gslot), JST_SLOT_ACTIVE, f->id,
-			 (uint32_t)f->proc->pid, (uint32_t)f->cls, 0, chunk, f->weight, 0, 0, 0);
+			  (uint32_t)f->proc->pid, (uint32_t)f->cls, flags, chunk, f->weight,
+			  f->rate_bps, f->ops_per_s, f->wait_ns);
+}
+
+/* The chunk size depends on whether any latency flow exists: republish
+ * every slot when that changes. */
+void flows_publish_all(struct flows *fl)
+{
+	for (struct proc *p = fl->procs; p; p = p->next)
+		for (struct flow *f = p->flows; f; f = f->next)
+			flows_publish(fl, f);
 }
 
 void flows_reconfigure(struct flows *fl, const struct config *cfg)
@@ -163,6 +185,7 @@ void flows_proc_free(struct flows *fl, struct proc *p)
 	shm_seg_destroy(&p->seg);
 	free(p->by_cslot);
 	free(p);
+	flows_publish_all(fl);
 }
 
 static int valid_name(const char *s, size_t max)
@@ -228,6 +251,8 @@ struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_
 	f->port = req->port;
 	f->qpn = req->qpn;
 	f->peer_qpn = -1;
+	f->split_qpn = req->split_qpn >= 0 && req->split_qpn <= 0xffffff ? req->split_qpn : -1;
+	snprintf(f->split, sizeof(f->split), "none");
 	f->class_hint = -1;
 	if (req->cls_hint && strcmp(req->cls_hint, "auto")) {
 		enum flow_class hint;
@@ -264,7 +289,10 @@ struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_
 	f->next = p->flows;
 	p->flows = f;
 	p->n_flows++;
-	flows_publish(fl, f);
+	if (f->cls == FLOW_CLASS_LATENCY)
+		flows_publish_all(fl);
+	else
+		flows_publish(fl, f);
 	log_debug(LOG_SS_FLOW, "flow %u: pid %d %s %s:%u qpn %u class %s weight %u slot %u/%u",
 		  f->id, (int)p->pid, p->comm, f->device, f->port, f->qpn,
 		  config_class_name(f->cls), f->weight, g, c);
@@ -279,8 +307,44 @@ struct flow *flows_find(struct flows *fl, uint32_t id)
 	return NULL;
 }
 
+/* Does RDMA device @dev have GID @gid (sysfs format) on any port?  Read
+ * from sysfs, so it holds before the QP's own RTR told us its GID. */
+static int device_has_gid(const char *dev, const char *gid)
+{
+	char pattern[160];
+	glob_t g;
+	int found = 0;
+
+	snprintf(pattern, sizeof(pattern), "/sys/class/infiniband/%s/ports/*/gids/*", dev);
+	if (glob(pattern, 0, NULL, &g))
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc && !found; i++) {
+		char buf[64] = "";
+		FILE *f = fopen(g.gl_pathv[i], "re");
+
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f))
+			found = !strncmp(buf, gid, strlen(gid)) && strlen(gid) >= 39;
+		fclose(f);
+	}
+	globfree(&g);
+	return found;
+}
+
+int64_t flows_split_of(struct flows *fl, const char *gid, uint32_t qpn)
+{
+	for (struct proc *p = fl->procs; p; p = p->next)
+		for (struct flow *f = p->flows; f; f = f->next)
+			if (f->qpn == qpn && (!strcmp(f->local_gid, gid) ||
+					      device_has_gid(f->device, gid)))
+				return f->split_qpn;
+	return -1;
+}
+
 void flows_unregister(struct flows *fl, struct flow *f)
 {
+	int was_latency = f->cls == FLOW_CLASS_LATENCY;
 	struct flow **pp;
 
 	for (pp = &f->proc->flows; *pp; pp = &(*pp)->next)
@@ -289,6 +353,8 @@ void flows_unregister(struct flows *fl, struct flow *f)
 			break;
 		}
 	flow_free(fl, f);
+	if (was_latency)
+		flows_publish_all(fl);
 }
 
 void flows_poll_counters(struct flows *fl)
@@ -337,19 +403,19 @@ json_t *flows_to_json(struct flows *fl)
 
 			json_array_append_new(arr, json_pack(
 				"{s:I, s:i, s:s, s:s, s:s, s:i, s:I, s:s, s:i, s:o, s:s, s:o, s:o, "
-				"s:o, s:o, s:o, s:o, s:b, s:s}",
+				"s:o, s:o, s:o, s:o, s:b, s:s, s:o}",
 				"id", (json_int_t)f->id, "pid", (int)p->pid, "comm", p->comm,
 				"class", config_class_name(f->cls), "device", f->device,
 				"port", (int)f->port, "qpn", (json_int_t)f->qpn, "qp_type", f->qp_type,
 				"weight", (int)f->weight,
 				"peer_qpn", f->peer_qpn < 0 ? json_null() : json_integer(f->peer_qpn),
-				"split", "none",
+				"split", f->split,
 				"bytes", juint(f->last.bytes), "ops", juint(f->last.ops),
 				"tokens", juint(f->last.tokens_bytes),
 				"paced_rate_bps", juint(atomic_load(&s->rate_bps)),
 				"warning", f->warning[0] ? json_string(f->warning) : json_null(),
 				"counters_valid", f->scribbled ? json_false() : json_true(),
-				"managed", 1, "state", f->state));
+				"managed", 1, "state", f->state, "chunks", juint(f->last.chunks)));
 		}
 	}
 	return arr;

@@ -28,9 +28,15 @@ struct flow {
 	char qp_type[16];
 	uint32_t weight;
 	int64_t peer_qpn;             /* -1: unknown */
+	int64_t split_qpn;            /* the shim's split QP, -1: none */
+	char split[12];               /* "none", "split", "pace_only" */
 	char peer_gid[64];
+	char local_gid[64];           /* the QP's own GID (from its AV's sgid) */
 	char state[16];
 	char warning[160];
+	uint64_t rate_bps;            /* granted by the controller, 0 = unpaced */
+	uint64_t ops_per_s;
+	uint64_t wait_ns;             /* Appendix D hint */
 	struct shm_counters last;     /* last sane counters read from the shim */
 	int scribbled;                /* the shim wrote garbage counters */
 	struct flow *next;            /* in proc */
@@ -71,6 +77,7 @@ struct flow_req {
 	const char *cls;              /* the application's own choice (justitia.h) */
 	const char *cls_hint;         /* JUSTITIA_CLASS: used when no rule matches */
 	uint32_t weight;              /* 0: decided by the config */
+	int64_t split_qpn;            /* -1: the shim made no split QP */
 };
 
 int flows_init(struct flows *fl, const struct config *cfg, uint64_t instance);
@@ -87,9 +94,13 @@ void flows_proc_free(struct flows *fl, struct proc *p);
 struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_req *req,
 			    const char **code, char *msg, size_t msglen);
 struct flow *flows_find(struct flows *fl, uint32_t id);
+/* The split QP of the flow that owns QP @qpn with local GID @gid, or -1. */
+int64_t flows_split_of(struct flows *fl, const char *gid, uint32_t qpn);
 void flows_unregister(struct flows *fl, struct flow *f);
 /* Re-publish a flow's slot after a change of class, weight or rates. */
 void flows_publish(struct flows *fl, struct flow *f);
+/* Re-publish every slot (the chunk size follows the latency flows). */
+void flows_publish_all(struct flows *fl);
 
 /* Read every flow's counters from the shims' segments (untrusted). */
 void flows_poll_counters(struct flows *fl);

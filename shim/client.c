@@ -236,6 +236,8 @@ static int register_locked(struct shim_qp *q)
 			"qpn", (json_int_t)atomic_load(&q->qpn), "qp_type", type);
 	/* the application's own word beats the daemon's rules, which beat
 	 * the environment */
+	if (q->split.qp)
+		json_object_set_new(req, "split_qpn", json_integer(q->split.qp->qp_num));
 	if (q->cls_from_api)
 		json_object_set_new(req, "class", json_string(class_names[atomic_load(&q->cls)]));
 	else if (cl.cls_hint)
@@ -266,6 +268,19 @@ static int register_locked(struct shim_qp *q)
 			      memory_order_release);
 	atomic_store_explicit(&q->slot, jst_shm_global_slot(g, (uint32_t)gslot),
 			      memory_order_release);
+	/* a bandwidth RC QP gets its split QP now, before the application
+	 * exchanges QP numbers with its peer, so the peer's shim finds it */
+	if (atomic_load(&q->cls) == JST_CLASS_BANDWIDTH && q->type == IBV_QPT_RC &&
+	    atomic_load(&q->split.state) == SPLIT_NONE) {
+		int sq = shim_split_create(q);
+
+		if (sq >= 0) {
+			r = call(json_pack("{s:i, s:s, s:I, s:i}", "v", PROTO_VERSION, "cmd",
+					   "update_qp", "flow", (json_int_t)q->flow_id, "split_qpn", sq),
+				 NULL, NULL);
+			json_decref(r);
+		}
+	}
 	shim_pace_update(q);
 	return 0;
 }
@@ -348,8 +363,39 @@ static const char *state_name(enum ibv_qp_state s)
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
 }
 
+static void format_gid(const uint8_t *g, char *out, size_t len)
+{
+	/* the format of /sys/class/infiniband/<dev>/ports/<p>/gids/<i> */
+	snprintf(out, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+		 g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12],
+		 g[13], g[14], g[15]);
+}
+
+/* The peer's split QP, from the daemons; -1 when the peer has none. */
+static int split_peer_locked(struct shim_qp *q, const struct ibv_qp_attr *attr)
+{
+	json_t *r, *v;
+	char gid[48];
+	int split = -1;
+
+	if (!attr->ah_attr.is_global || !q->flow_id)
+		return -1; /* only GID-addressed peers (RoCE, IB with GRH) can be found */
+	format_gid(attr->ah_attr.grh.dgid.raw, gid, sizeof(gid));
+	r = call(json_pack("{s:i, s:s, s:I, s:I, s:s}", "v", PROTO_VERSION, "cmd", "split_peer",
+			   "flow", (json_int_t)q->flow_id, "peer_qpn", (json_int_t)attr->dest_qp_num,
+			   "peer_gid", gid),
+		 NULL, NULL);
+	v = json_object_get(r, "split_qpn");
+	if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 0xffffff)
+		split = (int)json_integer_value(v);
+	json_decref(r);
+	return split;
+}
+
 void shim_client_qp_modified(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask)
 {
+	int to_rtr = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR;
+	int peer_split = -1;
 	json_t *req, *r;
 
 	if (mask & IBV_QP_PORT)
@@ -366,19 +412,45 @@ void shim_client_qp_modified(struct shim_qp *q, const struct ibv_qp_attr *attr, 
 	if (mask & IBV_QP_DEST_QPN)
 		json_object_set_new(req, "peer_qpn", json_integer(attr->dest_qp_num));
 	if ((mask & IBV_QP_AV) && attr->ah_attr.is_global) {
-		const uint8_t *g = attr->ah_attr.grh.dgid.raw;
-		char gid[40];
+		union ibv_gid own;
+		char gid[48];
 
-		snprintf(gid, sizeof(gid),
-			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-			 g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11],
-			 g[12], g[13], g[14], g[15]);
+		format_gid(attr->ah_attr.grh.dgid.raw, gid, sizeof(gid));
 		json_object_set_new(req, "peer_gid", json_string(gid));
+		if (q->port && !ibv_query_gid(q->qp->context, (uint8_t)q->port,
+					      attr->ah_attr.grh.sgid_index, &own)) {
+			format_gid(own.raw, gid, sizeof(gid));
+			json_object_set_new(req, "local_gid", json_string(gid));
+		}
 	}
 	r = call(req, NULL, NULL);
 	json_decref(r);
+	if (to_rtr && atomic_load(&q->split.state) == SPLIT_CREATED)
+		peer_split = split_peer_locked(q, attr);
 out:
 	pthread_mutex_unlock(&cl.lock);
+	if (q->split.qp) {
+		int before = atomic_load(&q->split.state);
+
+		shim_split_follow(q, attr, mask, peer_split);
+		if (atomic_load(&q->split.state) != before && q->flow_id) {
+			int now = atomic_load(&q->split.state);
+
+			pthread_mutex_lock(&cl.lock);
+			if (cl.fd >= 0 && (now == SPLIT_READY || now == SPLIT_PACE_ONLY)) {
+				r = call(json_pack("{s:i, s:s, s:I, s:s}", "v", PROTO_VERSION, "cmd",
+						   "update_qp", "flow", (json_int_t)q->flow_id, "split",
+						   now == SPLIT_READY ? "split" : "pace_only"),
+					 NULL, NULL);
+				json_decref(r);
+			}
+			pthread_mutex_unlock(&cl.lock);
+			if (now == SPLIT_PACE_ONLY)
+				shim_log("QP %u: the peer has no Justitia split QP: pacing whole messages",
+					 q->qp->qp_num);
+			shim_pace_update(q);
+		}
+	}
 }
 
 void shim_client_qp_destroyed(struct shim_qp *q)

@@ -22,18 +22,18 @@ static __thread struct {
 	const struct ibv_qp *qp;
 	struct shim_qp *q;
 	unsigned epoch;
-} last __attribute__((tls_model("initial-exec")));
+} post_cache __attribute__((tls_model("initial-exec")));
 
 static inline struct shim_qp *qp_record(struct ibv_qp *qp)
 {
 	unsigned e = atomic_load_explicit(&shim_qp_epoch, memory_order_acquire);
 
-	if (__builtin_expect(last.qp == qp && last.epoch == e, 1))
-		return last.q;
-	last.q = shim_qp_find(qp->context, qp->qp_num);
-	last.qp = qp;
-	last.epoch = e;
-	return last.q;
+	if (__builtin_expect(post_cache.qp == qp && post_cache.epoch == e, 1))
+		return post_cache.q;
+	post_cache.q = shim_qp_find(qp->context, qp->qp_num);
+	post_cache.qp = qp;
+	post_cache.epoch = e;
+	return post_cache.q;
 }
 
 int shim_count_all; /* JUSTITIA_STATS asked: count latency QPs too */

@@ -24,11 +24,14 @@
 #include "inject.h"
 #include "log.h"
 #include "shim.h"
+#include "split.h"
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
 #define BURST_NS 200000ull           /* tokens a quiet flow may bank */
 #define DAEMON_STALE_NS 1000000000ull /* heartbeat older than this: gone */
 #define BACKLOG_MAX 65536            /* when max_send_wr is unknown */
+#define EV_WAKE 1                    /* epoll tags; anything larger is a QP */
+#define EV_TIMER 2
 
 static struct {
 	pthread_mutex_t lock;            /* busy list */
@@ -87,11 +90,32 @@ static int wants_pacing(struct shim_qp *q)
 
 	if (!slot || cls == JST_CLASS_LATENCY || q->type != IBV_QPT_RC || !daemon_alive(slot))
 		return 0;
+	if (atomic_load_explicit(&q->split.state, memory_order_relaxed) == SPLIT_READY &&
+	    (atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT))
+		return 1;
 	if (!(atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_PACE))
 		return 0;
 	if (cls == JST_CLASS_THROUGHPUT)
 		return atomic_load_explicit(&slot->ops_per_s, memory_order_relaxed) != 0;
 	return atomic_load_explicit(&slot->rate_bps, memory_order_relaxed) != 0;
+}
+
+/* The split size for @wr, or 0 when it goes whole: only RDMA WRITE and
+ * READ larger than the chunk, not inline, on a QP whose split QP is
+ * connected and whose flow the daemon says to split. */
+static uint32_t split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
+			   const struct ibv_send_wr *wr)
+{
+	uint32_t chunk;
+
+	if (!slot || atomic_load_explicit(&q->split.state, memory_order_relaxed) != SPLIT_READY ||
+	    !(atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT))
+		return 0;
+	if ((wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_READ) ||
+	    (wr->send_flags & IBV_SEND_INLINE) || wr->num_sge > SPLIT_MAX_SGE)
+		return 0;
+	chunk = atomic_load_explicit(&slot->chunk_bytes, memory_order_relaxed);
+	return chunk && wr_bytes(wr) > chunk ? chunk : 0;
 }
 
 /* ------------------------------------------------------------ backlog */
@@ -142,6 +166,11 @@ static struct pend_wr *pend_copy(const struct ibv_send_wr *wr)
 	if (!p)
 		return NULL;
 	p->next = NULL;
+	p->chunk = 0;
+	p->n_chunks = 1;
+	p->next_chunk = 0;
+	p->inflight = 0;
+	p->failed = 0;
 	p->wr = *wr;
 	p->wr.next = NULL;
 	p->wr.sg_list = p->sge;
@@ -207,8 +236,65 @@ static void fail_backlog(struct shim_qp *q, int rc)
 	q->bl_len = 0;
 }
 
+/* One chunk of a split message: on the split QP (all but the last) or, as
+ * the application's own WR, on its QP (the last). */
+static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
+{
+	uint64_t off = (uint64_t)k * p->chunk, len = p->cost_bytes - off;
+	struct ibv_sge sg[SPLIT_MAX_SGE];
+	struct ibv_send_wr w = p->wr, *bad = NULL;
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	int n, last = k + 1 == p->n_chunks, rc;
+
+	if (len > p->chunk)
+		len = p->chunk;
+	n = shim_split_sges(p->sge, p->wr.num_sge, off, len, sg, SPLIT_MAX_SGE);
+	if (n < 0)
+		return EINVAL;
+	w.next = NULL;
+	w.sg_list = sg;
+	w.num_sge = n;
+	w.wr.rdma.remote_addr = p->wr.wr.rdma.remote_addr + off;
+	if (!last) {
+		w.wr_id = (uintptr_t)p;
+		w.send_flags = IBV_SEND_SIGNALED;
+		rc = q->sctx->post_send(q->split.qp, &w, &bad);
+	} else {
+		rc = q->sctx->post_send(q->qp, &w, &bad);
+		if (!rc) {
+			/* the application posted one WR of the whole length */
+			uint64_t bytes, cnt = stats_account_send(&q->st, &p->wr, NULL, 0, &bytes);
+
+			shim_ops_publish(q, cnt, bytes);
+		}
+	}
+	if (!rc && st)
+		atomic_fetch_add_explicit(&st->chunks, 1, memory_order_relaxed);
+	return rc;
+}
+
+/* A chunk of the message at the head failed: the application's WR fails
+ * with that status, as the QP would natively go to the error state and
+ * flush what follows. */
+static void fail_split(struct shim_qp *q, struct pend_wr *p)
+{
+	struct ibv_wc wc = { .wr_id = p->wr.wr_id, .status = (enum ibv_wc_status)(p->failed - 1),
+			     .opcode = wc_opcode(p->wr.opcode), .qp_num = q->qp->qp_num };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	shim_log("QP %u: a split chunk failed (%s): failing the message", q->qp->qp_num,
+		 ibv_wc_status_str(wc.status));
+	shim_inject_wc(q->qp->send_cq, &wc);
+	q->bl_head = p->next;
+	q->bl_len--;
+	free(p);
+	ibv_modify_qp(q->qp, &a, IBV_QP_STATE); /* flushes what the provider holds */
+	fail_backlog(q, EIO);
+}
+
 /* Post what the tokens allow.  Called with q->lock held; returns the time
- * the next token is due (0 = nothing waiting). */
+ * the next token is due (0 = nothing due: empty, or waiting for split
+ * completions, which wake the thread themselves). */
 static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 {
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
@@ -220,14 +306,43 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 	while ((p = q->bl_head)) {
 		int rc;
 
+		if (p->chunk) {
+			/* split chunks, a window at a time, each paid for */
+			while (!p->failed && p->next_chunk + 1 < p->n_chunks &&
+			       p->inflight < SPLIT_WINDOW) {
+				if (!direct && slot && st) {
+					uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
+								    wr_cost_ns(cls, slot, p->chunk),
+								    BURST_NS);
+
+					if (wait)
+						return now + wait;
+				}
+				rc = post_chunk(q, p, p->next_chunk);
+				if (rc) {
+					p->failed = 1 + IBV_WC_LOC_QP_OP_ERR;
+					break;
+				}
+				p->next_chunk++;
+				p->inflight++;
+			}
+			if (p->inflight)
+				return 0;
+			if (p->failed) {
+				fail_split(q, p);
+				break;
+			}
+		}
 		if (!direct && slot && st) {
+			uint64_t last = p->chunk ? p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk
+						 : p->cost_bytes;
 			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
-						    wr_cost_ns(cls, slot, p->cost_bytes), BURST_NS);
+						    wr_cost_ns(cls, slot, last), BURST_NS);
 
 			if (wait)
 				return now + wait;
 		}
-		rc = post_one(q, &p->wr);
+		rc = p->chunk ? post_chunk(q, p, p->n_chunks - 1) : post_one(q, &p->wr);
 		if (rc) {
 			fail_backlog(q, rc);
 			break;
@@ -238,8 +353,48 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 		q->bl_len--;
 		free(p);
 	}
-	busy_remove(q);
+	if (!q->bl_head)
+		busy_remove(q);
 	return 0;
+}
+
+/* Completions of split chunks: the thread sleeps on the channel's fd. */
+static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_cq *cq;
+	struct ibv_wc wc[16];
+	void *ctx;
+	int n;
+
+	pthread_mutex_lock(&q->lock);
+	if (!sp->ch) {
+		pthread_mutex_unlock(&q->lock);
+		return;
+	}
+	while (ibv_get_cq_event(sp->ch, &cq, &ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		ibv_req_notify_cq(cq, 0);
+	}
+	while ((n = q->sctx->poll_cq(sp->cq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct pend_wr *p = (struct pend_wr *)(uintptr_t)wc[i].wr_id;
+
+			/* chunks complete in order, for the job at the head */
+			if (p != q->bl_head || !p->inflight)
+				continue;
+			p->inflight--;
+			if (wc[i].status != IBV_WC_SUCCESS && !p->failed)
+				p->failed = 1 + wc[i].status;
+		}
+	}
+	if (q->bl_head) {
+		uint64_t due = drain_locked(q, now);
+
+		if (due && due < *next)
+			*next = due;
+	}
+	pthread_mutex_unlock(&q->lock);
 }
 
 /* ------------------------------------------------------------ post path */
@@ -259,8 +414,11 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 	for (; wr; wr = wr->next) {
 		struct pend_wr *p;
 
-		/* nothing queued ahead and a token now: straight to the provider */
-		if (!q->bl_head && (atomic_load_explicit(&q->direct, memory_order_relaxed) ||
+		uint32_t chunk = split_size(q, slot, wr);
+
+		/* nothing queued ahead, not split, and a token now: straight to
+		 * the provider */
+		if (!q->bl_head && !chunk && (atomic_load_explicit(&q->direct, memory_order_relaxed) ||
 				    !slot || !st ||
 				    !bucket_take(&st->bucket_vtime_ns, now,
 						 wr_cost_ns(cls, slot, wr_bytes(wr)), BURST_NS))) {
@@ -287,6 +445,10 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 			rc = ENOMEM;
 			*bad = wr;
 			break;
+		}
+		if (chunk) {
+			p->chunk = chunk;
+			p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
 		}
 		if (q->bl_tail)
 			q->bl_tail->next = p;
@@ -323,12 +485,14 @@ static void *progress_main(void *arg)
 
 	shim_busy = 1; /* this thread's verbs calls are the shim's own */
 	for (;;) {
-		struct epoll_event ev[2];
+		struct epoll_event ev[16];
 		uint64_t now, next, buf;
 		struct shim_qp *list[64];
 		size_t n = 0;
+		int nev;
 
-		if (epoll_wait(pg.ep, ev, 2, -1) < 0 && errno != EINTR)
+		nev = epoll_wait(pg.ep, ev, 16, -1);
+		if (nev < 0 && errno != EINTR)
 			break;
 		if (read(pg.efd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
 			/* nothing to drain */
@@ -343,6 +507,9 @@ static void *progress_main(void *arg)
 			next_tick = now + TICK_NS;
 		}
 		next = next_tick;
+		for (int i = 0; i < nev; i++)
+			if (ev[i].data.u64 > EV_TIMER)
+				split_events((struct shim_qp *)(uintptr_t)ev[i].data.u64, now, &next);
 		/* take the busy QPs a handful at a time; each under its lock */
 		pthread_mutex_lock(&pg.lock);
 		for (struct shim_qp *q = pg.busy; q && n < 64; q = q->busy_next)
@@ -377,10 +544,10 @@ static int progress_start(void)
 	pg.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (pg.efd < 0 || pg.tfd < 0 || pg.ep < 0)
 		goto out_close;
-	ev.data.fd = pg.efd;
+	ev.data.u64 = EV_WAKE;
 	if (epoll_ctl(pg.ep, EPOLL_CTL_ADD, pg.efd, &ev))
 		goto out_close;
-	ev.data.fd = pg.tfd;
+	ev.data.u64 = EV_TIMER;
 	if (epoll_ctl(pg.ep, EPOLL_CTL_ADD, pg.tfd, &ev))
 		goto out_close;
 	/* the application's signals are not ours to take */
@@ -424,6 +591,21 @@ void shim_pace_update(struct shim_qp *q)
 		atomic_store_explicit(&q->direct, 0, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&q->lock);
+}
+
+int shim_pace_watch(struct shim_qp *q)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)q };
+
+	if (progress_start())
+		return -EAGAIN;
+	return epoll_ctl(pg.ep, EPOLL_CTL_ADD, q->split.ch->fd, &ev) ? -errno : 0;
+}
+
+void shim_pace_unwatch(struct shim_qp *q)
+{
+	if (q->split.ch && pg.ep >= 0 && pg.pid == getpid())
+		epoll_ctl(pg.ep, EPOLL_CTL_DEL, q->split.ch->fd, NULL);
 }
 
 void shim_pace_qp_gone(struct shim_qp *q)

@@ -16,11 +16,17 @@
 
 #include "registry.h"
 
-/* A copy of one send WR (and of its inline data) waiting for tokens. */
+/* A copy of one send WR (and of its inline data) waiting for tokens; for a
+ * message being split, also its progress. */
 struct pend_wr {
 	struct pend_wr *next;
-	struct ibv_send_wr wr;
 	uint64_t cost_bytes;
+	uint32_t chunk;        /* 0: goes whole; else the split size */
+	uint32_t n_chunks;
+	uint32_t next_chunk;   /* next chunk to post */
+	uint32_t inflight;     /* chunks posted on the split QP, not completed */
+	int failed;            /* 0, or 1 + the enum ibv_wc_status of a failed chunk */
+	struct ibv_send_wr wr;
 	struct ibv_sge sge[];
 };
 
@@ -33,6 +39,9 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 void shim_pace_qp_gone(struct shim_qp *q);
 /* The daemon went away: post every backlog unpaced, make every QP direct. */
 void shim_pace_fail_open(void);
+/* Watch / stop watching the completion channel of @q's split QP. */
+int shim_pace_watch(struct shim_qp *q);
+void shim_pace_unwatch(struct shim_qp *q);
 /* fork(): the progress thread does not exist in the child. */
 void shim_pace_atfork_child(void);
 

@@ -171,6 +171,7 @@ int jst_destroy_qp(struct ibv_qp *qp)
 	q = shim_busy ? NULL : shim_qp_find_sure(qp->context, qp->qp_num);
 	if (q) {
 		shim_pace_qp_gone(q);
+		shim_split_destroy(q);
 		shim_client_qp_destroyed(q);
 	}
 	return shim_qp_destroy(qp, real.destroy_qp);

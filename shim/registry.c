@@ -225,6 +225,8 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 	q->bl_len = 0;
 	q->busy = 0;
 	q->busy_next = NULL;
+	memset(&q->split, 0, sizeof(q->split));
+	q->split.peer_split_qpn = -1;
 	q->free_next = NULL;
 	if (!needs_link) {
 		atomic_fetch_add_explicit(&q->gen, 1, memory_order_release);

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "shm_abi.h"
+#include "split.h"
 #include "stats.h"
 
 typedef int (*post_send_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
@@ -79,6 +80,7 @@ struct shim_qp {
 	struct pend_wr *bl_head, *bl_tail;
 	size_t bl_len;
 	int busy;                             /* on the progress thread's list */
+	struct shim_split split;              /* split.c */
 	struct shim_qp *busy_next;
 	struct shim_qp *free_next;
 };

@@ -18,6 +18,7 @@
 #include "../../shim/client.c"
 #include "../../shim/pace.c"
 #include "../../shim/inject.c"
+#include "../../shim/split.c"
 #include "../../common/proto.c"
 
 #define MAXW 256

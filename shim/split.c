@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/* Split QPs (see split.h).  The data path that uses them is in pace.c. */
+#include "split.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "log.h"
+#include "pace.h"
+#include "shim.h"
+
+int shim_split_sges(const struct ibv_sge *sg, int nsge, uint64_t off, uint64_t len,
+		    struct ibv_sge *out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < nsge && len; i++) {
+		uint64_t l = sg[i].length, take;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		if (n == max)
+			return -1;
+		take = l - off < len ? l - off : len;
+		out[n].addr = sg[i].addr + off;
+		out[n].length = (uint32_t)take;
+		out[n].lkey = sg[i].lkey;
+		n++;
+		len -= take;
+		off = 0;
+	}
+	return len ? -1 : n;
+}
+
+int shim_split_create(struct shim_qp *q)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_qp_init_attr a = {
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+		.cap = { .max_send_wr = 2 * SPLIT_WINDOW, .max_recv_wr = 1,
+			 .max_send_sge = SPLIT_MAX_SGE, .max_recv_sge = 1 },
+	};
+	struct ibv_context *ctx = q->qp->context;
+	int saved = shim_busy, rc;
+
+	if (atomic_load(&sp->state) != SPLIT_NONE)
+		return sp->qp ? (int)sp->qp->qp_num : -EEXIST;
+	shim_busy = 1; /* our own verbs objects: neither tracked nor counted */
+	sp->ch = ibv_create_comp_channel(ctx);
+	if (!sp->ch)
+		goto out_err;
+	fcntl(sp->ch->fd, F_SETFL, fcntl(sp->ch->fd, F_GETFL) | O_NONBLOCK);
+	sp->cq = ibv_create_cq(ctx, 4 * SPLIT_WINDOW, q, sp->ch, 0);
+	if (!sp->cq)
+		goto out_err;
+	if (ibv_req_notify_cq(sp->cq, 0))
+		goto out_err;
+	a.send_cq = sp->cq;
+	a.recv_cq = sp->cq;
+	sp->qp = ibv_create_qp(q->qp->pd, &a);
+	if (!sp->qp)
+		goto out_err;
+	shim_busy = saved;
+	sp->peer_split_qpn = -1;
+	atomic_store(&sp->state, SPLIT_CREATED);
+	rc = shim_pace_watch(q);
+	if (rc) {
+		shim_split_destroy(q);
+		return rc;
+	}
+	return (int)sp->qp->qp_num;
+out_err:
+	rc = errno ? -errno : -ENOMEM;
+	shim_busy = saved;
+	shim_log("QP %u: cannot create its split QP (%s): messages go whole", q->qp->qp_num,
+		 strerror(-rc));
+	shim_split_destroy(q);
+	return rc;
+}
+
+void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask, int peer_split)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_qp_attr m;
+	int saved = shim_busy, want = 0, rc = 0;
+
+	if (!(mask & IBV_QP_STATE) || !sp->qp)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.qp_state = attr->qp_state;
+	switch (attr->qp_state) {
+	case IBV_QPS_INIT:
+		want = mask & (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		m.pkey_index = attr->pkey_index;
+		m.port_num = attr->port_num;
+		m.qp_access_flags = attr->qp_access_flags;
+		break;
+	case IBV_QPS_RTR:
+		if (peer_split < 0) {
+			atomic_store(&sp->state, SPLIT_PACE_ONLY);
+			return;
+		}
+		want = (mask & (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER)) | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		m.ah_attr = attr->ah_attr;
+		m.path_mtu = attr->path_mtu;
+		m.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+		m.min_rnr_timer = attr->min_rnr_timer;
+		m.dest_qp_num = (uint32_t)peer_split;
+		m.rq_psn = 0; /* both shims start their split QPs at PSN 0 */
+		sp->peer_split_qpn = peer_split;
+		break;
+	case IBV_QPS_RTS:
+		if (sp->peer_split_qpn < 0)
+			return;
+		want = (mask & (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				IBV_QP_MAX_QP_RD_ATOMIC)) | IBV_QP_SQ_PSN;
+		m.timeout = attr->timeout;
+		m.retry_cnt = attr->retry_cnt;
+		m.rnr_retry = attr->rnr_retry;
+		m.max_rd_atomic = attr->max_rd_atomic;
+		m.sq_psn = 0;
+		break;
+	case IBV_QPS_RESET:
+	case IBV_QPS_ERR:
+		atomic_store(&sp->state, SPLIT_CREATED);
+		sp->peer_split_qpn = -1;
+		break;
+	default:
+		return;
+	}
+	shim_busy = 1;
+	rc = ibv_modify_qp(sp->qp, &m, IBV_QP_STATE | want);
+	shim_busy = saved;
+	if (rc) {
+		shim_log("QP %u: split QP %u refused %d->state %d (%d): messages go whole",
+			 q->qp->qp_num, sp->qp->qp_num, mask, attr->qp_state, rc);
+		atomic_store(&sp->state, SPLIT_PACE_ONLY);
+		return;
+	}
+	if (attr->qp_state == IBV_QPS_RTS)
+		atomic_store(&sp->state, SPLIT_READY);
+}
+
+void shim_split_destroy(struct shim_qp *q)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_comp_channel *ch;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	int saved = shim_busy;
+
+	shim_pace_unwatch(q);
+	/* the progress thread looks at these under q->lock */
+	pthread_mutex_lock(&q->lock);
+	ch = sp->ch;
+	cq = sp->cq;
+	qp = sp->qp;
+	sp->qp = NULL;
+	sp->cq = NULL;
+	sp->ch = NULL;
+	sp->peer_split_qpn = -1;
+	atomic_store(&sp->state, SPLIT_NONE);
+	pthread_mutex_unlock(&q->lock);
+	shim_busy = 1;
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+	shim_busy = saved;
+}

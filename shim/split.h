@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* Splitting of large RDMA WRITE and READ messages (paper §5.2).
+ *
+ * Each bandwidth RC QP gets one split QP in the same PD, with its own CQ and
+ * completion channel.  The split QP mirrors the application QP's state
+ * transitions and connects to the split QP that the PEER's shim created in
+ * the peer application's PD (a remote WRITE/READ is checked against the
+ * responder QP's PD), whose number the daemons tell us: never guessed.
+ * All chunks of a message but the last go to the split QP; the last goes to
+ * the application's QP, with the application's wr_id and flags, once the
+ * others completed, so the application's own completion means the whole
+ * message is done. */
+#ifndef JUSTITIA_SHIM_SPLIT_H
+#define JUSTITIA_SHIM_SPLIT_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#define SPLIT_MAX_SGE 8    /* messages with more SGEs are not split */
+#define SPLIT_WINDOW 4     /* split chunks in flight per QP */
+
+enum split_state {
+	SPLIT_NONE,        /* no split QP */
+	SPLIT_CREATED,     /* split QP exists, not connected yet */
+	SPLIT_READY,       /* connected to the peer's split QP: split */
+	SPLIT_PACE_ONLY,   /* the peer has none: pace whole messages */
+};
+
+struct shim_split {
+	_Atomic int state;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int peer_split_qpn;    /* -1 until known */
+};
+
+struct shim_qp;
+
+/* Create the split QP of @q (a bandwidth RC QP).  Its number, or -errno. */
+int shim_split_create(struct shim_qp *q);
+/* The application QP moved as @attr/@mask say: mirror it on the split QP.
+ * @peer_split: the peer's split QP (-1: none, so pace only). */
+void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask, int peer_split);
+void shim_split_destroy(struct shim_qp *q);
+
+/* The SGEs covering bytes [@off, @off + @len) of the message @sg/@nsge,
+ * into @out (at most @max).  Returns their number, or -1 if they do not
+ * fit. */
+int shim_split_sges(const struct ibv_sge *sg, int nsge, uint64_t off, uint64_t len,
+		    struct ibv_sge *out, int max);
+
+#endif

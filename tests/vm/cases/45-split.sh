@@ -1,0 +1,63 @@
+#!/bin/bash
+# Splitting on real rxe, one daemon (both ends on rxe0, so the peer's split
+# QP is found in the same daemon's registry): large RDMA WRITEs and READs are
+# cut into chunks on split QPs, every byte still arrives (wrpost verifies
+# data and receive lengths), the shim's counts still say one WR per message,
+# and perftest's bandwidth tests pass with splitting forced small.
+. tests/vm/lib.sh
+. tests/vm/shimlib.sh
+D=$PWD/build/justitiad
+C=$PWD/build/justctl
+S=$JV_OUT/stats
+mkdir -p "$S"
+cat >"$JV_OUT/js.json" <<EOF2
+{
+  "runtime_dir": "/run/js",
+  "devices": [ { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536,
+                 "chunk_latency": 4096 } ]
+}
+EOF2
+"$D" -c "$JV_OUT/js.json" -D flow >"$JV_OUT/js.log" 2>&1 &
+JD=$!
+for _ in $(seq 100); do [ -S /run/js/justitiad.sock ] && break; sleep 0.05; done
+export JUSTITIA_SOCKET=/run/js/justitiad.sock
+
+# wrpost both ends on one device: the daemon finds the peer's split QP itself
+run_one split.wrpost env LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/wrpost.json" JUSTITIA_LOG=stderr \
+	build/tests/wrpost -a "$RXE_DEV0" -b "$RXE_DEV0" -g "$RXE_GID" -n 200 -s 400000 \
+	--api classic --expect "$S/wrpost.expect.json"
+want=$(jqv "$S/wrpost.expect.json" '.a.opcodes | to_entries | sort_by(.key) | map("\(.key)=\(.value.wrs)/\(.value.bytes)") | join(",")')
+qpn=$(jqv "$S/wrpost.expect.json" '.a.qpn')
+got=$(jqv "$S/wrpost.json" ".qps[] | select(.qpn == $qpn and .destroyed) | .send.opcodes | to_entries | sort_by(.key) | map(\"\(.key)=\(.value.wrs)/\(.value.bytes)\") | join(\",\")")
+expect_eq split.wrpost.counts "$want" "$got"
+expect_eq split.wrpost.connected yes "$(grep -q 'pacing whole messages' "$JV_OUT/split.wrpost.out" && echo no || echo yes)"
+
+# while a large-message flow runs, the daemon shows it split, with chunks
+LD_PRELOAD="$SHIM" timeout 60 ib_write_bw -d "$RXE_DEV0" -x "$RXE_GID" -p 18700 -s 1048576 -D 5 \
+	>"$JV_OUT/wbw.srv" 2>&1 &
+SRV=$!
+wait_port 18700
+LD_PRELOAD="$SHIM" timeout 60 ib_write_bw -d "$RXE_DEV0" -x "$RXE_GID" -p 18700 -s 1048576 -D 5 \
+	"$RXE_IP0" >"$JV_OUT/wbw.cli" 2>&1 &
+CLI=$!
+sleep 3
+"$C" -s /run/js/justitiad.sock --json flows >"$JV_OUT/flows.json"
+# the client's flow is the one that posts: it has the chunks
+f='[.flows[] | select(.comm == "ib_write_bw")] | max_by(.chunks)'
+expect_eq split.flows.state split "$(jq -r "$f | .split" "$JV_OUT/flows.json")"
+expect_eq split.flows.chunks yes "$(jq -r "$f | if .chunks > 15 then \"yes\" else \"no: \(.chunks)\" end" "$JV_OUT/flows.json")"
+wait $CLI
+expect_eq split.write_bw.client 0 $?
+wait $SRV
+expect_eq split.write_bw.server 0 $?
+
+for t in "ib_read_bw -s 1048576 -n 200" "ib_write_bw -s 262144 -n 500 --use_old_post_send" \
+	"ib_write_bw -s 1048576 -n 100 -q 2"; do
+	set -- $t
+	name=split.$1.$2.$3
+	run_pair "${name// /}" 18701 env LD_PRELOAD="$SHIM" "$@" -d "$RXE_DEV0" -x "$RXE_GID" -p 18701 -- \
+		env LD_PRELOAD="$SHIM" "$@" -d "$RXE_DEV0" -x "$RXE_GID" -p 18701 "$RXE_IP0"
+done
+kill -TERM $JD
+wait $JD
+jv_summary
