@@ -65,6 +65,13 @@ DAEMON_LIBS := -lev -ljansson
 JUSTCTL     := $(B)/justctl
 JUSTCTL_LIBS := -ljansson
 
+# ---------------------------------------------------------------- justbench
+# tools/justbench.c and its tools/bench_*.c modules (docs/justbench.1)
+JUSTBENCH      := $(B)/justbench
+JUSTBENCH_SRCS := tools/justbench.c $(wildcard tools/bench_*.c)
+JUSTBENCH_OBJS := $(JUSTBENCH_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/jsonpos.o
+JUSTBENCH_LIBS := -libverbs -ljansson -pthread
+
 # ---------------------------------------------------------------- test programs
 PROG_SRCS := $(wildcard tests/progs/*.c)
 PROGS     := $(PROG_SRCS:tests/progs/%.c=$(B)/tests/%)
@@ -77,7 +84,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS     := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%)
 UNIT_LIBS := -lcmocka -ljansson -lev -libverbs -ldl -pthread
 
-TARGETS := $(SHIM_LIB) $(DAEMON) $(JUSTCTL) $(PROGS) $(UNITS)
+TARGETS := $(SHIM_LIB) $(DAEMON) $(JUSTCTL) $(JUSTBENCH) $(PROGS) $(UNITS)
 
 all: $(TARGETS)
 
@@ -104,6 +111,10 @@ $(JUSTCTL): $(B)/obj/tools/justctl.o $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
 
+$(JUSTBENCH): $(JUSTBENCH_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTBENCH_LIBS)
+
 $(B)/tests/%: $(B)/obj/tests/progs/%.o $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
@@ -113,6 +124,20 @@ $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
+
+# ---------------------------------------------------------------- benchmarks
+# tests/bench/bench_*.c: programs that print numbers, never pass/fail.
+# `make bench` builds and runs them (and callgrind for instruction counts).
+BENCH_SRCS := $(wildcard tests/bench/bench_*.c)
+BENCHES    := $(BENCH_SRCS:tests/bench/%.c=$(B)/bench/%)
+
+$(B)/bench/%: $(B)/obj/tests/bench/%.o
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
+
+bench: $(BENCHES)
+	$(Q)tests/bench/run-bench
 
 # ---------------------------------------------------------------- fuzz targets
 # libFuzzer targets (clang); `make fuzz` builds them, `make check` runs each
@@ -155,9 +180,12 @@ install: all
 	install -m 0755 $(SHIM_LIB) $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so
 	install -m 0755 $(DAEMON) $(DESTDIR)$(SBINDIR)/justitiad
 	install -m 0755 $(JUSTCTL) $(DESTDIR)$(BINDIR)/justctl
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(JUSTBENCH) $(DESTDIR)$(BINDIR)/justbench
+	install -m 0644 docs/justbench.1 $(DESTDIR)$(MANDIR)/man1/justbench.1
 	install -m 0644 docs/libjustitia.7 $(DESTDIR)$(MANDIR)/man7/libjustitia.7
 	install -m 0644 docs/justitiad.8 docs/justctl.8 $(DESTDIR)$(MANDIR)/man8/
-	install -m 0644 docs/justitiad.json.5.md docs/protocol.md \
+	install -m 0644 docs/justitiad.json.5.md docs/protocol.md docs/justbench-scenario.md \
 		$(DESTDIR)$(PREFIX)/share/doc/justitia/
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 		systemd/justitiad.service > $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
@@ -169,12 +197,13 @@ uninstall:
 		$(DESTDIR)$(BINDIR)/justctl $(DESTDIR)$(MANDIR)/man7/libjustitia.7 \
 		$(DESTDIR)$(MANDIR)/man8/justitiad.8 $(DESTDIR)$(MANDIR)/man8/justctl.8 \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+	rm -f $(DESTDIR)$(BINDIR)/justbench $(DESTDIR)$(MANDIR)/man1/justbench.1
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/justitia
 	-rmdir $(DESTDIR)$(LIBDIR)/justitia
 
 clean:
 	rm -rf $(B)
 
-.PHONY: all fuzz check check-unit demo install uninstall clean FORCE
+.PHONY: all bench fuzz check check-unit demo install uninstall clean FORCE
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -38,17 +38,18 @@ static inline struct shim_qp *qp_record(struct ibv_qp *qp)
 
 int shim_count_all; /* JUSTITIA_STATS asked: count latency QPs too */
 
-static int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+/* Everything but the latency fast path, out of line so that the fast path
+ * needs no stack frame. */
+__attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr,
+						    struct ibv_send_wr **bad)
 {
 	struct shim_qp *q = qp_record(qp);
 	struct shim_ctx *c;
 	uint64_t bytes, n;
 	int rc;
 
-	if (__builtin_expect(q != NULL, 1)) {
-		/* latency QPs: this one branch, then the provider */
-		if (atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
-		    !shim_count_all)
+	if (q) {
+		if (atomic_load_explicit(&q->fast, memory_order_relaxed))
 			return q->sctx->post_send(qp, wr, bad);
 		if (!atomic_load_explicit(&q->direct, memory_order_relaxed))
 			return shim_pace_post(q, qp, wr, bad);
@@ -66,6 +67,20 @@ static int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		return EINVAL;
 	}
 	return c->post_send(qp, wr, bad);
+}
+
+/* Latency QPs: the cached record, one flag, then the provider (a tail
+ * call).  Everything else goes the slow way. */
+static int shim_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct shim_qp *q = post_cache.q;
+
+	if (__builtin_expect(post_cache.qp == qp &&
+			     post_cache.epoch == atomic_load_explicit(&shim_qp_epoch,
+								      memory_order_acquire) &&
+			     q && atomic_load_explicit(&q->fast, memory_order_relaxed), 1))
+		return q->sctx->post_send(qp, wr, bad);
+	return post_send_slow(qp, wr, bad);
 }
 
 static int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)

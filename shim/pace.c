@@ -580,6 +580,11 @@ void shim_pace_update(struct shim_qp *q)
 {
 	int want = wants_pacing(q);
 
+	atomic_store_explicit(&q->fast,
+			      atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
+				      !shim_count_all,
+			      memory_order_relaxed);
+
 	if (want && progress_start())
 		want = 0;
 	pthread_mutex_lock(&q->lock);

@@ -220,6 +220,7 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 	atomic_store_explicit(&q->cls, JST_CLASS_BANDWIDTH, memory_order_relaxed);
 	q->cls_from_api = 0;
 	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+	atomic_store_explicit(&q->fast, 0, memory_order_relaxed);
 	q->max_send_wr = 0;
 	q->bl_head = q->bl_tail = NULL;
 	q->bl_len = 0;

@@ -75,6 +75,7 @@ struct shim_qp {
 	_Atomic int cls;                      /* enum jst_flow_class */
 	int cls_from_api;                     /* set by justitia_set_qp_class() */
 	_Atomic int direct;                   /* 1: post straight to the provider */
+	_Atomic int fast;                     /* latency class, uncounted: one branch */
 	uint32_t max_send_wr;
 	pthread_mutex_t lock;                 /* backlog; initialised once */
 	struct pend_wr *bl_head, *bl_tail;
