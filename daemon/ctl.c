@@ -22,6 +22,7 @@
 
 #include "justitiad.h"
 #include "log.h"
+#include "splitq.h"
 
 #define CLIENT_MAGIC 0x4354434cu /* "CTCL" */
 #define OUT_MAX (1u << 20)       /* buffered replies per client */
@@ -453,33 +454,67 @@ static json_t *cmd_update(struct ctl_client *cl, json_t *req)
 	return proto_reply_ok(req);
 }
 
+/* A reply that comes later (split_peer): the request's id and the client,
+ * which may be gone by then. */
+struct late_reply {
+	struct ctl *ctl;
+	uint64_t serial;
+	json_t *req;
+};
+
+static struct ctl_client *client_by_serial(struct ctl *c, uint64_t serial)
+{
+	for (struct ctl_client *cl = c->clients; cl; cl = cl->next)
+		if (cl->serial == serial && cl->magic == CLIENT_MAGIC)
+			return cl;
+	return NULL;
+}
+
+static void split_peer_done(struct daemon *d, void *arg, int64_t split, const char *why)
+{
+	struct late_reply *lr = arg;
+	struct ctl_client *cl = client_by_serial(lr->ctl, lr->serial);
+
+	if (cl) {
+		json_t *r = proto_reply_ok(lr->req);
+
+		json_object_set_new(r, "split_qpn", split >= 0 ? json_integer(split) : json_null());
+		if (split < 0)
+			json_object_set_new(r, "reason", json_string(why ? why : "unknown"));
+		client_reply(cl, r, NULL, 0);
+	}
+	json_decref(lr->req);
+	free(lr);
+}
+
 /* The split QP of our peer's QP, so that the shim can connect its own split
- * QP to it (never guessed).  Answered from this daemon's registry when the
- * peer QP is on a device it manages (one host, loopback); a peer on another
- * host is asked through its daemon. */
+ * QP to it (never guessed): from our registry, or from the peer's daemon
+ * (splitq.c).  The reply may come later; NULL means "not yet". */
 static json_t *cmd_split_peer(struct ctl_client *cl, json_t *req)
 {
 	const char *cmd, *gid;
 	json_int_t fid, peer;
-	json_t *id = NULL, *r;
+	json_t *id = NULL;
 	json_error_t err;
-	struct flow *f;
-	int64_t split;
+	struct late_reply *lr;
 	int v;
 
 	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:I, s:I, s:s}", "v", &v,
 			   "cmd", &cmd, "id", &id, "flow", &fid, "peer_qpn", &peer, "peer_gid", &gid))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
-	f = own_flow(cl, fid);
-	if (!f)
+	if (!own_flow(cl, fid))
 		return proto_reply_error(req, PROTO_E_NOT_FOUND, "no flow %lld of yours",
 					 (long long)fid);
-	if (peer < 0 || peer > 0xffffff)
-		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "peer_qpn out of range");
-	split = flows_split_of(&cl->ctl->d->flows, gid, (uint32_t)peer);
-	r = proto_reply_ok(req);
-	json_object_set_new(r, "split_qpn", split >= 0 ? json_integer(split) : json_null());
-	return r;
+	if (peer < 0 || peer > 0xffffff || strlen(gid) > 63)
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "peer_qpn or peer_gid invalid");
+	lr = malloc(sizeof(*lr));
+	if (!lr)
+		return proto_reply_error(req, PROTO_E_INTERNAL, "out of memory");
+	lr->ctl = cl->ctl;
+	lr->serial = cl->serial;
+	lr->req = json_incref(req);
+	splitq_lookup(cl->ctl->d, gid, (uint32_t)peer, split_peer_done, lr);
+	return NULL;
 }
 
 static json_t *cmd_unregister(struct ctl_client *cl, json_t *req)
@@ -539,7 +574,8 @@ static void dispatch(struct ctl_client *cl, const char *line, size_t len)
 	if (nfds)
 		ro_fd = fds[0];
 	json_decref(req);
-	client_reply(cl, r, fds, nfds);
+	if (r) /* NULL: answered later (split_peer) */
+		client_reply(cl, r, fds, nfds);
 	if (ro_fd >= 0)
 		close(ro_fd); /* the client has its own copy now */
 }
@@ -662,6 +698,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	cl->magic = CLIENT_MAGIC;
+	cl->serial = ++c->next_serial;
 	cl->fd = fd;
 	cl->ctl = c;
 	cl->pid = cred.pid;

@@ -5,6 +5,7 @@
 
 #include <ev.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "proto.h"
@@ -25,6 +26,7 @@ struct ctl_client {
 	gid_t gid;
 	struct proc *proc;            /* set by "hello" from a shim */
 	int closing;                  /* close once the output is flushed */
+	uint64_t serial;              /* to find it again for a late reply */
 	struct ctl_client *next;
 };
 
@@ -35,6 +37,7 @@ struct ctl {
 	char path[108];
 	struct ctl_client *clients;
 	size_t n_clients;
+	uint64_t next_serial;
 };
 
 /* Create the runtime dir and the socket (refusing to start if another

@@ -23,6 +23,8 @@ struct ctrl_view {
 	char ref_error[160];
 };
 
+struct peer_ctx;
+
 struct daemon {
 	struct ev_loop *loop;
 	struct config cfg;
@@ -32,6 +34,7 @@ struct daemon {
 	struct flows flows;
 	struct ctrl_view ctrl;
 	struct ctl *ctl;
+	struct peer_ctx *peer;        /* the daemon channel (peer.c), or NULL */
 };
 
 uint64_t daemon_now_ns(void);
