@@ -178,6 +178,7 @@ install: all
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
 		$(DESTDIR)$(PREFIX)/share/doc/justitia
 	install -m 0755 $(SHIM_LIB) $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so
+	install -m 0644 shim/justitia.h $(DESTDIR)$(INCLUDEDIR)/justitia.h
 	install -m 0755 $(DAEMON) $(DESTDIR)$(SBINDIR)/justitiad
 	install -m 0755 $(JUSTCTL) $(DESTDIR)$(BINDIR)/justctl
 	install -d $(DESTDIR)$(MANDIR)/man1

@@ -462,6 +462,25 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 	return rc;
 }
 
+void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+	uint64_t now = pace_now(), cost, v, nv, floor;
+
+	if (!slot || !st || atomic_load_explicit(&q->direct, memory_order_relaxed) || !wrs)
+		return;
+	cost = cls == JST_CLASS_THROUGHPUT ? wrs * wr_cost_ns(cls, slot, 0)
+					   : wr_cost_ns(cls, slot, bytes);
+	floor = now > BURST_NS ? now - BURST_NS : 0;
+	v = atomic_load_explicit(&st->bucket_vtime_ns, memory_order_relaxed);
+	do {
+		nv = (v < floor ? floor : v) + cost;
+	} while (!atomic_compare_exchange_weak_explicit(&st->bucket_vtime_ns, &v, nv,
+							memory_order_acq_rel, memory_order_relaxed));
+}
+
 /* ------------------------------------------------------------ progress thread */
 
 static int reevaluate(struct shim_qp *q)

@@ -35,6 +35,9 @@ void shim_pace_update(struct shim_qp *q);
 /* The paced post path: called by the post_send wrapper when !q->direct. */
 int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad);
+/* ibv_wr_* batches reach the provider before the shim can hold them: charge
+ * what was posted to the bucket afterwards, so the next posts wait for it. */
+void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes);
 /* Drop the backlog of a QP that is being destroyed. */
 void shim_pace_qp_gone(struct shim_qp *q);
 /* The daemon went away: post every backlog unpaced, make every QP direct. */

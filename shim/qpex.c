@@ -5,6 +5,7 @@
  * length is known only when its SGEs or inline data are set, so the wrappers
  * collect the batch between ibv_wr_start and ibv_wr_complete and account it
  * when the provider accepted it. */
+#include "pace.h"
 #include "shim.h"
 
 #include <errno.h>
@@ -43,6 +44,7 @@ static int w_complete(struct ibv_qp_ex *qpx)
 		uint64_t bytes, n = stats_batch_commit(&q->st, &q->batch, rc, &bytes);
 
 		shim_ops_publish(q, n, bytes);
+		shim_pace_charge(q, n, bytes);
 	}
 	return rc;
 }
