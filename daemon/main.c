@@ -10,10 +10,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "controller.h"
 #include "ctl.h"
 #include "justitiad.h"
 #include "log.h"
 #include "notify.h"
+#include "peer.h"
+#include "qpwatch.h"
+#include "splitq.h"
 
 #define DEFAULT_CONFIG CONFIG_DEFAULT_PATH
 #define TICK_S 0.1
@@ -31,6 +35,9 @@ _Static_assert((1u << CONFIG_SUBSYS_CTL) == LOG_SS_CTL && (1u << CONFIG_SUBSYS_S
 
 static struct daemon d;
 static struct ctl ctl;
+static struct peer_ctx peer; /* the channel to the other hosts' daemons */
+static struct ctrl controller;
+static struct qpwatch qpw; /* kernel-side QP discovery (BPF) */
 
 uint64_t daemon_now_ns(void)
 {
@@ -98,7 +105,13 @@ static void reload(void)
 	config_free(&d.cfg);
 	d.cfg = nc;
 	flows_reconfigure(&d.flows, &d.cfg);
+	if (d.peer)
+		peer_ctx_reconfigure(d.peer, &d.cfg);
+	if (d.controller)
+		ctrl_reconfigure(d.controller);
 	apply_log_level(&d.cfg, cli_debug_mask);
+	if (d.qpw)
+		qpwatch_reconfigure(d.qpw);
 	{
 		struct flows_counts fc;
 
@@ -213,6 +226,19 @@ int main(int argc, char **argv)
 		log_err("control socket %s: %s", d.cfg.socket, strerror(-rc));
 		goto out_flows;
 	}
+	/* The daemon channel (reference flow, split-QP lookups): without it the
+	 * daemon still serves its own host. */
+	peer_ctx_init(&peer, d.loop, &d.cfg, d.instance);
+	d.peer = &peer;
+	splitq_init(&d);
+	rc = ctrl_init(&controller, &d);
+	if (rc)
+		log_warnx("isolation controller disabled: %s", strerror(-rc));
+	else
+		d.controller = &controller;
+	/* never fatal: off, with the reason, when BPF cannot be used */
+	qpwatch_init(&qpw, &d);
+	d.qpw = &qpw;
 	ev_signal_init(&sig_term, signal_cb, SIGTERM);
 	ev_signal_init(&sig_int, signal_cb, SIGINT);
 	ev_signal_init(&sig_hup, signal_cb, SIGHUP);
@@ -230,6 +256,13 @@ int main(int argc, char **argv)
 	rc = 0;
 
 	ev_timer_stop(d.loop, &tick);
+	qpwatch_fini(&qpw);
+	d.qpw = NULL;
+	if (d.controller)
+		ctrl_fini(d.controller);
+	d.controller = NULL;
+	peer_ctx_fini(&peer);
+	d.peer = NULL;
 	ctl_close(&ctl);
 out_flows:
 	flows_fini(&d.flows);

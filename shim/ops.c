@@ -114,6 +114,8 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		shim_log_once("poll_cq on an unknown context");
 		return -1;
 	}
+	if (__builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_relaxed), 0))
+		shim_pace_progress(cq);
 	got = 0;
 	if (__builtin_expect(atomic_load_explicit(&shim_inject_pending, memory_order_acquire), 0))
 		got = shim_inject_take(cq, n, wc);

@@ -41,6 +41,8 @@ static struct {
 	pthread_t th;
 } pg = { .lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .tfd = -1, .ep = -1 };
 
+_Atomic unsigned shim_pace_queued;
+
 static uint64_t pace_now(void)
 {
 	struct timespec ts;
@@ -130,6 +132,7 @@ static void busy_add(struct shim_qp *q)
 	pthread_mutex_lock(&pg.lock);
 	q->busy_next = pg.busy;
 	pg.busy = q;
+	atomic_fetch_add_explicit(&shim_pace_queued, 1, memory_order_release);
 	pthread_mutex_unlock(&pg.lock);
 	if (pg.efd >= 0 && write(pg.efd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: the thread is awake anyway */
@@ -146,6 +149,7 @@ static void busy_remove(struct shim_qp *q)
 	for (pp = &pg.busy; *pp; pp = &(*pp)->busy_next)
 		if (*pp == q) {
 			*pp = q->busy_next;
+			atomic_fetch_sub_explicit(&shim_pace_queued, 1, memory_order_release);
 			break;
 		}
 	pthread_mutex_unlock(&pg.lock);
@@ -358,24 +362,15 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 	return 0;
 }
 
-/* Completions of split chunks: the thread sleeps on the channel's fd. */
-static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
+/* Reap split-chunk completions.  Called with q->lock held. */
+static void reap_split_locked(struct shim_qp *q)
 {
 	struct shim_split *sp = &q->split;
-	struct ibv_cq *cq;
 	struct ibv_wc wc[16];
-	void *ctx;
 	int n;
 
-	pthread_mutex_lock(&q->lock);
-	if (!sp->ch) {
-		pthread_mutex_unlock(&q->lock);
+	if (!sp->cq)
 		return;
-	}
-	while (ibv_get_cq_event(sp->ch, &cq, &ctx) == 0) {
-		ibv_ack_cq_events(cq, 1);
-		ibv_req_notify_cq(cq, 0);
-	}
 	while ((n = q->sctx->poll_cq(sp->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct pend_wr *p = (struct pend_wr *)(uintptr_t)wc[i].wr_id;
@@ -388,6 +383,25 @@ static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 				p->failed = 1 + wc[i].status;
 		}
 	}
+}
+
+/* Completions of split chunks: the thread sleeps on the channel's fd. */
+static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	pthread_mutex_lock(&q->lock);
+	if (!sp->ch) {
+		pthread_mutex_unlock(&q->lock);
+		return;
+	}
+	while (ibv_get_cq_event(sp->ch, &cq, &ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		ibv_req_notify_cq(cq, 0);
+	}
+	reap_split_locked(q);
 	if (q->bl_head) {
 		uint64_t due = drain_locked(q, now);
 
@@ -458,8 +472,39 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		q->bl_len++;
 		busy_add(q);
 	}
+	/* post at once what is due now (the first chunks of a split message);
+	 * the rest follows from the progress thread or the app's polling */
+	if (q->bl_head)
+		drain_locked(q, now);
 	pthread_mutex_unlock(&q->lock);
 	return rc;
+}
+
+void shim_pace_progress(struct ibv_cq *cq)
+{
+	struct shim_qp *list[8];
+	size_t n = 0;
+	uint64_t now;
+
+	if (pthread_mutex_trylock(&pg.lock))
+		return;
+	for (struct shim_qp *q = pg.busy; q && n < 8; q = q->busy_next)
+		if (q->qp->send_cq == cq)
+			list[n++] = q;
+	pthread_mutex_unlock(&pg.lock);
+	if (!n)
+		return;
+	now = pace_now();
+	for (size_t i = 0; i < n; i++) {
+		/* never wait for a lock in the application's poll */
+		if (pthread_mutex_trylock(&list[i]->lock))
+			continue;
+		if (list[i]->busy) {
+			reap_split_locked(list[i]);
+			drain_locked(list[i], now);
+		}
+		pthread_mutex_unlock(&list[i]->lock);
+	}
 }
 
 void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes)

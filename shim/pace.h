@@ -35,6 +35,12 @@ void shim_pace_update(struct shim_qp *q);
 /* The paced post path: called by the post_send wrapper when !q->direct. */
 int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad);
+/* QPs with a backlog: ibv_poll_cq looks at this one counter. */
+extern _Atomic unsigned shim_pace_queued;
+/* From the application's ibv_poll_cq on @cq: progress the backlogs of the
+ * QPs that complete there (split completions, due tokens) without waiting
+ * for the progress thread to be scheduled.  Never blocks. */
+void shim_pace_progress(struct ibv_cq *cq);
 /* ibv_wr_* batches reach the provider before the shim can hold them: charge
  * what was posted to the bucket afterwards, so the next posts wait for it. */
 void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes);
