@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of tools/bench_report.c: a flow's numbers over its QPs (counts, time span, exact
+ * percentiles of the merged samples), the rates, and the JSON document's schema
+ * (docs/justbench.1, JSON OUTPUT) and table.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "../../tools/bench_flow.c"
+#include "../../tools/bench_report.c"
+#include "../../tools/bench_stats.c"
+
+static void fill_worker(struct bench_worker *w, uint64_t start, uint64_t end, uint64_t first,
+			uint64_t n, uint32_t batch, uint32_t size)
+{
+	memset(w, 0, sizeof(*w));
+	bench_samples_init(&w->lat);
+	bench_samples_init(&w->probe);
+	bench_samples_init(&w->corrected);
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(bench_samples_add(&w->lat, first + i), 0);
+	w->posts = n;
+	w->msgs = n * batch;
+	w->bytes = n * batch * size;
+	w->start_ns = start;
+	w->end_ns = end;
+	w->cpu_ns = (end - start) / 2;
+}
+
+static void collect(void **state)
+{
+	struct bench_worker w[2];
+	struct bench_flow_result r;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	bench_flow_init(&r.flow, BENCH_TPUT, 0);
+	/* QP 0: samples 1..500 from t=1s to 3s; QP 1: 501..1000 from 1.5s to 3.5s */
+	fill_worker(&w[0], 1000000000, 3000000000, 1, 500, 16, 64);
+	fill_worker(&w[1], 1500000000, 3500000000, 501, 500, 16, 64);
+	w[1].qp.classified = 1;
+	w[0].qp.classified = -EINVAL;
+	assert_int_equal(bench_result_collect(&r, w, 2), 0);
+	assert_int_equal(r.posts, 1000);
+	assert_int_equal(r.msgs, 16000);
+	assert_int_equal(r.bytes, 16000 * 64);
+	assert_int_equal(r.elapsed_ns, 2500000000);
+	assert_int_equal(r.cpu_ns, 2000000000);
+	assert_int_equal(r.classified, 1);
+	assert_int_equal(r.lat.count, 1000);
+	assert_int_equal(r.lat.min, 1);
+	assert_int_equal(r.lat.p50, 500);
+	assert_int_equal(r.lat.p99, 990);
+	assert_int_equal(r.lat.p999, 999);
+	assert_int_equal(r.lat.max, 1000);
+	assert_false(r.rperf);
+	assert_string_equal(r.error, "");
+	assert_null(w[0].lat.v); /* the workers' samples are freed */
+	assert_true(bench_result_mops(&r) > 0.0064 - 1e-9 && bench_result_mops(&r) < 0.0064 + 1e-9);
+	assert_true(bench_result_gbps(&r) > 0.0032768 - 1e-9 &&
+		    bench_result_gbps(&r) < 0.0032768 + 1e-9);
+	assert_true(bench_result_cpu_pct(r.cpu_ns, &r) > 79.99 &&
+		    bench_result_cpu_pct(r.cpu_ns, &r) < 80.01);
+
+	/* an error of one QP names it; a QP that never started does not stretch the span */
+	memset(&r, 0, sizeof(r));
+	fill_worker(&w[0], 0, 0, 1, 0, 1, 2);
+	fill_worker(&w[1], 2000, 5000, 7, 1, 1, 2);
+	w[0].error = -EIO;
+	strcpy(w[0].errmsg, "completion error: retry counter exceeded");
+	assert_int_equal(bench_result_collect(&r, w, 2), 0);
+	assert_string_equal(r.error, "QP 0: completion error: retry counter exceeded");
+	assert_int_equal(r.elapsed_ns, 3000);
+	assert_int_equal(r.lat.count, 1);
+	assert_int_equal(r.lat.p999, 7);
+	/* nothing at all: zeros, no division by zero */
+	memset(&r, 0, sizeof(r));
+	fill_worker(&w[0], 0, 0, 1, 0, 1, 2);
+	assert_int_equal(bench_result_collect(&r, w, 1), 0);
+	assert_true(bench_result_mops(&r) == 0 && bench_result_gbps(&r) == 0);
+	assert_true(bench_result_cpu_pct(5, &r) == 0);
+}
+
+static struct bench_results *sample_results(void)
+{
+	struct bench_results *res = calloc(1, sizeof(*res));
+	struct bench_flow_result *r;
+
+	assert_non_null(res);
+	strcpy(res->mode, "client");
+	strcpy(res->device, "rxe1");
+	strcpy(res->peer, "10.233.0.1");
+	res->gid_index = 1;
+	res->rperf = true;
+	res->n = 2;
+	r = &res->flows[0];
+	bench_flow_init(&r->flow, BENCH_LAT, 0);
+	r->flow.duration_us = 3000000;
+	r->msgs = r->posts = 1000;
+	r->bytes = 2000;
+	r->elapsed_ns = 1000000000;
+	r->cpu_ns = 990000000;
+	r->lat = (struct bench_summary){ 1000, 20000, 25000, 24000, 60000, 90000, 100000 };
+	r->rperf = true;
+	r->probe = (struct bench_summary){ 1000, 10000, 11000, 11000, 12000, 13000, 14000 };
+	r->corrected = (struct bench_summary){ 1000, 9000, 14000, 13000, 48000, 77000, 86000 };
+	r->server = true;
+	r->server_msgs = 1000;
+	r->server_bytes = 2000;
+	r->server_cpu_ns = 100000000;
+	r = &res->flows[1];
+	bench_flow_init(&r->flow, BENCH_BW, 1);
+	strcpy(r->flow.name, "elephant");
+	r->flow.duration_us = 3000000;
+	strcpy(r->error, "QP 0: completion error: retry counter exceeded");
+	return res;
+}
+
+static void json_schema(void **state)
+{
+	struct bench_results *res = sample_results();
+	json_t *doc = bench_report_json(res), *f, *l;
+	json_error_t je;
+	const char *spec, *err;
+	json_int_t p99, msgs, samples, corrected_p99, server_msgs;
+	double mops, cpu;
+	int ok;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_int_equal(json_integer_value(json_object_get(doc, "version")), 1);
+	assert_string_equal(json_string_value(json_object_get(doc, "tool")), "justbench");
+	assert_string_equal(json_string_value(json_object_get(doc, "mode")), "client");
+	assert_string_equal(json_string_value(json_object_get(doc, "peer")), "10.233.0.1");
+	assert_true(json_is_false(json_object_get(doc, "shim")));
+	assert_true(json_is_true(json_object_get(doc, "rperf")));
+	assert_null(json_object_get(doc, "description"));
+	assert_int_equal(json_array_size(json_object_get(doc, "flows")), 2);
+	f = json_array_get(json_object_get(doc, "flows"), 0);
+	assert_int_equal(json_unpack_ex(f, &je, 0,
+					"{s:s, s:b, s:I, s:F, s:F, s:{s:I, s:I}, "
+					"s:{s:{s:I}}, s:{s:I}}",
+					"spec", &spec, "ok", &ok, "msgs", &msgs, "mops", &mops,
+					"cpu_pct", &cpu, "latency_ns", "samples", &samples, "p99",
+					&p99, "rperf", "corrected_ns", "p99", &corrected_p99,
+					"server", "msgs", &server_msgs),
+			 0);
+	assert_string_equal(spec, "lat:send:2:name=flow0,qps=1,batch=1,window=1,poll=busy,"
+				  "delay=0s,duration=3s,iters=0");
+	assert_true(ok);
+	assert_int_equal(msgs, 1000);
+	assert_true(mops > 0.000999 && mops < 0.001001);
+	assert_true(cpu > 98.99 && cpu < 99.01);
+	assert_int_equal(samples, 1000);
+	assert_int_equal(p99, 60000);
+	assert_int_equal(corrected_p99, 48000);
+	assert_int_equal(server_msgs, 1000);
+	assert_true(json_is_null(json_object_get(f, "error")));
+	l = json_object_get(f, "latency_ns");
+	assert_int_equal(json_object_size(l), 7);
+	f = json_array_get(json_object_get(doc, "flows"), 1);
+	assert_int_equal(json_unpack_ex(f, &je, 0, "{s:b, s:s}", "ok", &ok, "error", &err), 0);
+	assert_false(ok);
+	assert_string_equal(err, "QP 0: completion error: retry counter exceeded");
+	assert_null(json_object_get(f, "server"));
+	assert_null(json_object_get(f, "rperf"));
+	assert_string_equal(json_string_value(json_object_get(f, "class")), "bandwidth");
+	assert_int_equal(json_integer_value(json_object_get(f, "size")), 1048576);
+	assert_true(bench_results_failed(res));
+	json_decref(doc);
+	strcpy(res->description, "core");
+	doc = bench_report_json(res);
+	assert_string_equal(json_string_value(json_object_get(doc, "description")), "core");
+	json_decref(doc);
+	free(res);
+}
+
+static void table(void **state)
+{
+	struct bench_results *res = sample_results();
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(f);
+	bench_report_table(f, res);
+	assert_int_equal(bench_report_print_json(f, res), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "justbench client: rxe1 -> 10.233.0.1, GID index 1, "
+				     "libjustitia classes: no, rperf\n"));
+	assert_non_null(strstr(text,
+			       "\nflow0        lat  send          2   1       1000   0.0010   "
+			       "0.0000     20.0     24.0     60.0     90.0    100.0  99.0\n"));
+	assert_non_null(strstr(text, "  rperf corrected latency:   min 9.0  p50 13.0  p99 48.0  "
+				     "p99.9 77.0  max 86.0 us (1000)\n"));
+	assert_non_null(strstr(text, "  FAILED: QP 0: completion error: retry counter exceeded\n"));
+	assert_non_null(strstr(text, "\n{\n  \"version\": 1,\n"));
+	free(text);
+	free(res);
+}
+
+/* Every key of the JSON document appears in the manual's example, as "key":. */
+static void assert_keys_documented(json_t *obj, const char *man)
+{
+	const char *key;
+	char quoted[64];
+	json_t *v;
+
+	json_object_foreach(obj, key, v) {
+		snprintf(quoted, sizeof(quoted), "\"%s\":", key);
+		if (!strstr(man, quoted))
+			fail_msg("JSON key %s is not in docs/justbench.1", key);
+		if (json_is_object(v))
+			assert_keys_documented(v, man);
+		if (json_is_array(v))
+			for (size_t i = 0; i < json_array_size(v); i++)
+				assert_keys_documented(json_array_get(v, i), man);
+	}
+}
+
+static void manual_page(void **state)
+{
+	struct bench_results *res = sample_results();
+	FILE *f = fopen("docs/justbench.1", "r");
+	char *man = calloc(1, 65536);
+	json_t *doc;
+
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(man);
+	assert_true(fread(man, 1, 65535, f) > 1000);
+	fclose(f);
+	strcpy(res->description, "core");
+	doc = bench_report_json(res);
+	assert_non_null(doc);
+	assert_keys_documented(doc, man);
+	json_decref(doc);
+	free(man);
+	free(res);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(collect),
+		cmocka_unit_test(json_schema),
+		cmocka_unit_test(table),
+		cmocka_unit_test(manual_page),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,135 @@
+#!/bin/bash
+# justbench (tools/justbench.c, docs/justbench.1) rxe1 -> rxe0.
+#
+#  - one flow of each class at once (latency SEND 2 B, throughput WRITE 64 B in batches of 16,
+#    bandwidth WRITE 1 MB with 4 in flight), server on rxe0 and client on rxe1, plain and with
+#    both sides under libjustitia.so: every flow must complete messages, its bytes must be its
+#    messages times its size, its percentiles ordered, the server must have received every SEND;
+#  - the same in local mode (one process, both devices), with --rperf on a latency flow, and a
+#    device that does not exist, locally and on the server (clean errors);
+#  - the paper's core scenario: a latency flow alone, then one next to a 1 MB WRITE bandwidth
+#    flow, plain and under the shim.  The p99s are printed, not judged (the testbed is two
+#    emulated CPUs shared with everything else).
+. tests/vm/lib.sh
+. tests/vm/shimlib.sh
+B=${JUSTBENCH:-$PWD/build/justbench}
+export R=$JV_OUT/reports
+mkdir -p "$R"
+PORT=18600
+SRV=(-d "$RXE_DEV0" -g "$RXE_GID")
+CLI=(-d "$RXE_DEV1" -g "$RXE_GID")
+MIX=(lat:send:2 tput:write:64:batch=16 bw:write:1M:window=4)
+
+# check NAME REPORT JQ_EXPR DETAIL_EXPR: PASS when JQ_EXPR is true of the report
+check() {
+	local ok=0 detail
+	if [[ -s $2 ]] && jq -e "$3" "$2" >/dev/null 2>&1; then ok=1; fi
+	detail=$(jq -r "$4" "$2" 2>/dev/null || echo "no report")
+	_jv_result "$1" $ok "${detail:-no report}"
+}
+
+# sane NAME REPORT NFLOWS: the numbers every run must have
+sane() {
+	check "$1.flows" "$2" ".flows | length == $3 and all(.[]; .ok)" \
+		'[.flows[] | "\(.name) \(.error // "ok")"] | join(", ")'
+	check "$1.counts" "$2" \
+		'all(.flows[]; .msgs > 0 and .posts > 0 and .bytes == .msgs * .size and
+		     .msgs == .posts * .batch and .latency_ns.samples == .posts and
+		     .mops > 0 and .gbps > 0 and .cpu_pct > 0 and .elapsed_ns > 0)' \
+		'[.flows[] | "\(.name) \(.msgs) msgs \(.bytes) B"] | join(", ")'
+	check "$1.percentiles" "$2" \
+		'all(.flows[].latency_ns; .min > 0 and .min <= .p50 and .p50 <= .p99 and
+		     .p99 <= .p999 and .p999 <= .max and .min <= .mean and .mean <= .max)' \
+		'[.flows[] | "\(.name) p50 \(.latency_ns.p50 / 1000) p99 \(.latency_ns.p99 / 1000)"]
+		 | join(", ") + " us"'
+	check "$1.server" "$2" \
+		'all(.flows[] | select(.verb == "send" or .verb == "write_imm");
+		     .server.msgs == .msgs and .server.bytes == .bytes)' \
+		'[.flows[] | select(.verb == "send")
+		  | "\(.name) sent \(.msgs) received \(.server.msgs)"] | join(", ")'
+}
+
+# pair NAME WRAP... -- ARGS...: server on rxe0, client on rxe1, each under WRAP (may be empty)
+pair() {
+	local name=$1 wrap=()
+	shift
+	while [[ $1 != -- ]]; do
+		wrap+=("$1")
+		shift
+	done
+	shift
+	PORT=$((PORT + 1))
+	run_pair "justbench.$name" $PORT \
+		"${wrap[@]}" "$B" server -p $PORT "${SRV[@]}" -- \
+		"${wrap[@]}" "$B" client "$RXE_IP0" -p $PORT "${CLI[@]}" -o "$R/$name.json" "$@"
+	cat "$JV_OUT/justbench.$name.client.out"
+}
+
+preload() {
+	env LD_PRELOAD="$SHIM" JUSTITIA_STATS="$R/stats-%p.json" "$@"
+}
+export -f preload
+
+# ---- one flow of each class, client and server
+pair mix.plain -- "${MIX[@]}" -t 2s
+sane mix.plain "$R/mix.plain.json" 3
+check mix.plain.unclassified "$R/mix.plain.json" \
+	'.shim == false and all(.flows[]; .classified_qps == 0)' '"shim \(.shim)"'
+
+pair mix.shim preload -- "${MIX[@]}" -t 2s
+sane mix.shim "$R/mix.shim.json" 3
+check mix.shim.classified "$R/mix.shim.json" \
+	'.shim == true and all(.flows[]; .classified_qps == .qps)' \
+	'"shim \(.shim), classified " + ([.flows[].classified_qps] | map(tostring) | join("/"))'
+
+# ---- local mode: both ends in one process; rperf; errors
+run_one justbench.local.rperf "$B" local "$RXE_DEV1" "$RXE_DEV0" -g "$RXE_GID" --rperf \
+	-o "$R/local.json" lat:write:8 lat:send:2:poll=event tput:send:64:batch=8,iters=1024 -t 1s
+sane local "$R/local.json" 3
+check local.rperf "$R/local.json" \
+	'all(.flows[] | select(.class == "latency"); .rperf.probe_ns.samples == .latency_ns.samples
+	     and .rperf.corrected_ns.p50 <= .latency_ns.p50 and .rperf.probe_ns.min > 0)' \
+	'[.flows[] | select(.rperf)
+	  | "\(.name) p50 \(.latency_ns.p50 / 1000) - probe = \(.rperf.corrected_ns.p50 / 1000) us"]
+	 | join(", ")'
+check local.iters "$R/local.json" '.flows[2].msgs == 1024' '"tput msgs \(.flows[2].msgs)"'
+
+nodev() {
+	local out rc=0
+	out=$("$B" local "$RXE_DEV1" nosuchdev lat -t 100ms 2>&1) || rc=$?
+	echo "$out"
+	[[ $rc == 1 && $out == *"nosuchdev: no such RDMA device"* ]]
+}
+# a server that cannot serve: its ERROR reaches the client, which says so and fails
+srverr() {
+	local out rc=0 spid
+	"$B" server -p 18699 -d nosuchdev &
+	spid=$!
+	wait_port 18699 10 $spid || return 1
+	out=$("$B" client "$RXE_IP0" -p 18699 -d "$RXE_DEV1" lat -t 100ms 2>&1) || rc=$?
+	echo "$out"
+	wait $spid
+	[[ $rc == 1 && $out == *"server: nosuchdev: no such RDMA device"* ]]
+}
+export B RXE_DEV1 RXE_IP0
+export -f nodev srverr wait_port
+run_one justbench.local.nodev nodev
+run_one justbench.server.error srverr
+
+# ---- the core scenario: latency alone, then next to a 1 MB WRITE bandwidth flow
+CORE=(-f lat:send:2:name=alone,duration=3s
+	-f bw:write:1M:window=4,name=elephant,delay=3s,duration=4s
+	-f lat:send:2:name=shared,delay=3500ms,duration=3s)
+for mode in plain shim; do
+	wrap=()
+	[[ $mode == shim ]] && wrap=(preload)
+	pair "core.$mode" "${wrap[@]}" -- "${CORE[@]}"
+	sane "core.$mode" "$R/core.$mode.json" 3
+	check "core.$mode.p99" "$R/core.$mode.json" 'true' \
+		'(.flows | map({(.name): .}) | add) as $f |
+		 "latency p99 alone \($f.alone.latency_ns.p99 / 1000) us, next to 1 MB WRITEs "
+		 + "\($f.shared.latency_ns.p99 / 1000) us (p50 \($f.alone.latency_ns.p50 / 1000)"
+		 + " -> \($f.shared.latency_ns.p50 / 1000)); elephant "
+		 + "\($f.elephant.gbps * 1000 | floor) Mbit/s"'
+done
+jv_summary
