@@ -12,7 +12,7 @@ C=$PWD/build/justctl
 S=$JV_OUT/stats
 mkdir -p "$S"
 
-conf() { # NAME DEVICE LATENCY_APP_CLASS
+conf() { # NAME DEVICE CLASS [COMM]: a rule giving COMM (ib_send_lat) CLASS
 	cat >"$JV_OUT/$1.json" <<EOF
 {
   "runtime_dir": "/run/$1",
@@ -20,7 +20,7 @@ conf() { # NAME DEVICE LATENCY_APP_CLASS
   "log_level": "info",
   "limits": { "max_clients": 16, "max_flows_per_client": 8, "max_request_bytes": 4096 },
   "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "1Gbit" } ],
-  "apps": [ { "comm": "ib_send_lat", "class": "$3" } ]
+  "apps": [ { "comm": "${4:-ib_send_lat}", "class": "$3" } ]
 }
 EOF
 }
@@ -56,7 +56,7 @@ shim_pt() {
 	exec env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="/run/$n/justitiad.sock" JUSTITIA_LOG=stderr "$@"
 }
 
-conf jd0 "$RXE_DEV0" latency
+conf jd0 "$RXE_DEV0" latency some_other_app
 conf jd1 "$RXE_DEV1" latency
 start_daemon jd0 && start_daemon jd1
 expect_eq daemons.up "2" "$( (ctl jd0 version >/dev/null && ctl jd1 version >/dev/null) && echo 2)"
@@ -93,12 +93,13 @@ wait $SRV
 expect_eq wbw.server.rc 0 $?
 expect_eq wbw.flows.gone "0 0" "$(flowq jd0 '.flows | length') $(flowq jd1 '.flows | length')"
 
-# ---- classes: config rule (ib_send_lat -> latency) and JUSTITIA_CLASS
+# ---- classes: JUSTITIA_CLASS where no rule matches (jd0), the daemon's
+# rule over JUSTITIA_CLASS where one does (jd1: ib_send_lat -> latency)
 shim_pt jd0 env JUSTITIA_CLASS=tput timeout 60 ib_send_lat -d "$RXE_DEV0" -x "$RXE_GID" -p 18601 -D 4 \
 	>"$JV_OUT/slat.srv" 2>&1 &
 SRV=$!
 wait_port 18601
-shim_pt jd1 timeout 60 ib_send_lat -d "$RXE_DEV1" -x "$RXE_GID" -p 18601 -D 4 "$RXE_IP0" \
+shim_pt jd1 env JUSTITIA_CLASS=bw timeout 60 ib_send_lat -d "$RXE_DEV1" -x "$RXE_GID" -p 18601 -D 4 "$RXE_IP0" \
 	>"$JV_OUT/slat.cli" 2>&1 &
 CLI=$!
 sleep 2.5
