@@ -9,7 +9,7 @@ mkdir -p "$O"
 run_one demo.quick tools/demo --guest --quick "$O"
 R=$O/results.json
 expect() { _jv_result "$1" "$( [ "$2" = "$3" ] && echo 1 || echo 0)" "want $2, got $3"; }
-expect demo.rows 9 "$(jq 'length' "$R" 2>/dev/null)"
+expect demo.rows 7 "$(jq 'length' "$R" 2>/dev/null)"
 expect demo.latency.sane yes "$(jq -r '[.[] | select(.p50_us != null) | (.p50_us > 0 and .p50_us <= .p99_us and .p99_us <= .p999_us)] | if length == 3 and all then "yes" else "no" end' "$R" 2>/dev/null)"
 expect demo.bandwidth.sane yes "$(jq -r '[.[] | select(.scenario == "5") | (.big_MBps > 0 and .small_MBps > 0)] | if length == 2 and all then "yes" else "no" end' "$R" 2>/dev/null)"
 jv_summary
