@@ -58,10 +58,10 @@ SHIM_LIBS := -libverbs -ljansson -ldl -pthread
 
 # ---------------------------------------------------------------- daemon, justctl
 COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/log.o
-DAEMON_SRCS := $(wildcard daemon/*.c)
+DAEMON_SRCS := $(filter-out %.bpf.c,$(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
 DAEMON      := $(B)/justitiad
-DAEMON_LIBS := -lev -ljansson
+DAEMON_LIBS := -lev -ljansson -libverbs -lbpf
 JUSTCTL     := $(B)/justctl
 JUSTCTL_LIBS := -ljansson
 
@@ -71,6 +71,20 @@ JUSTBENCH      := $(B)/justbench
 JUSTBENCH_SRCS := tools/justbench.c $(wildcard tools/bench_*.c)
 JUSTBENCH_OBJS := $(JUSTBENCH_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/jsonpos.o
 JUSTBENCH_LIBS := -libverbs -ljansson -pthread
+
+# ---------------------------------------------------------------- BPF: the QP watcher
+# libbpf-bootstrap style: clang -target bpf, `bpftool gen object`, `bpftool gen
+# skeleton`; the generated files stay in build/bpf/.  Kernel types come from
+# the checked-in daemon/qpwatch.vmlinux.h and are relocated at load time
+# (CO-RE), so nothing here depends on the build host's kernel (docs/qpwatch.md).
+# The rules are below, after `all`.
+BPF_CLANG    ?= clang
+BPFTOOL      ?= bpftool
+BPF_ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+BPF_CFLAGS   := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Wextra \
+	-Wno-unused-parameter -Idaemon
+QPWATCH_SKEL := $(B)/bpf/qpwatch.skel.h
+QPWATCH_DEPS := daemon/qpwatch.bpf.c daemon/qpwatch.vmlinux.h daemon/qpwatch_event.h
 
 # ---------------------------------------------------------------- test programs
 PROG_SRCS := $(wildcard tests/progs/*.c)
@@ -82,7 +96,7 @@ PROG_LIBS := -libverbs -lrdmacm -ljansson -lpthread
 # so each test binary links only cmocka and the libraries the module needs.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS     := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%)
-UNIT_LIBS := -lcmocka -ljansson -lev -libverbs -ldl -pthread
+UNIT_LIBS := -lcmocka -ljansson -lev -libverbs -lbpf -ldl -pthread
 
 TARGETS := $(SHIM_LIB) $(DAEMON) $(JUSTCTL) $(JUSTBENCH) $(PROGS) $(UNITS)
 
@@ -125,6 +139,30 @@ $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
 
+# The controller glue is tested with the daemon's objects (not main.o): it
+# needs all of them, which one #included .c file cannot give.
+$(B)/tests/unit/test_controller: $(B)/obj/tests/unit/test_controller.o \
+		$(filter-out $(B)/obj/daemon/main.o,$(DAEMON_OBJS)) $(COMMON_OBJS)
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
+
+$(B)/bpf/qpwatch.tmp.o: $(QPWATCH_DEPS)
+	$(call msg,BPF,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(BPF_CLANG) $(BPF_CFLAGS) -c -o $@ $<
+
+$(B)/bpf/qpwatch.bpf.o: $(B)/bpf/qpwatch.tmp.o
+	$(call msg,BPFGEN,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(QPWATCH_SKEL): $(B)/bpf/qpwatch.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name qpwatch_bpf > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/daemon/qpwatch.o $(B)/obj/tests/unit/test_qpwatch.o: $(QPWATCH_SKEL)
+$(B)/obj/daemon/qpwatch.o $(B)/obj/tests/unit/test_qpwatch.o: ALL_CFLAGS += -I$(B)/bpf
+
 # ---------------------------------------------------------------- benchmarks
 # tests/bench/bench_*.c: programs that print numbers, never pass/fail.
 # `make bench` builds and runs them (and callgrind for instruction counts).
@@ -135,6 +173,13 @@ $(B)/bench/%: $(B)/obj/tests/bench/%.o
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
+
+# The controller's benchmark runs the daemon's own step: its objects, not main.o.
+$(B)/bench/bench_controller: $(B)/obj/tests/bench/bench_controller.o \
+		$(filter-out $(B)/obj/daemon/main.o,$(DAEMON_OBJS)) $(COMMON_OBJS)
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
 bench: $(BENCHES)
 	$(Q)tests/bench/run-bench
@@ -152,6 +197,13 @@ $(B)/fuzz/%: tests/fuzz/%.c $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< -ljansson
+
+# The daemon channel's message layer lives in an event loop: it needs libev.
+$(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(B)/.flags
+	$(call msg,FUZZ,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
+		-ljansson -lev
 
 # ---------------------------------------------------------------- check / demo
 # Both README commands start by installing what is missing (tools/install-deps),
@@ -187,7 +239,7 @@ install: all
 	install -m 0644 docs/libjustitia.7 $(DESTDIR)$(MANDIR)/man7/libjustitia.7
 	install -m 0644 docs/justitiad.8 docs/justctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/justitiad.json.5.md docs/protocol.md docs/justbench-scenario.md \
-		$(DESTDIR)$(PREFIX)/share/doc/justitia/
+		docs/qpwatch.md $(DESTDIR)$(PREFIX)/share/doc/justitia/
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 		systemd/justitiad.service > $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
 	sed -e 's|@LIBDIR@|$(LIBDIR)|g' systemd/justitia-preload.conf.example \

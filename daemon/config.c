@@ -920,6 +920,7 @@ static const struct field controller_fields[] = {
 	  .names = policy_names },
 	{ "unattainable_delta_ms", T_INT, AT(struct config_controller, unattainable_delta_ms), 100,
 	  3600000 },
+	{ "stale_ms", T_INT, AT(struct config_controller, stale_ms), 1, 60000 },
 	{ "cpu_alpha", T_REAL, AT(struct config_controller, cpu_alpha) },
 };
 SECTION(controller, 0, NULL, NULL);
@@ -948,6 +949,7 @@ static const struct field top_fields[] = {
 	{ "state_dir", T_PATH, AT(struct config, state_dir) },
 	{ "log_level", T_ENUM, AT(struct config, log_level), .names = level_names },
 	{ "debug", T_FN, AT(struct config, debug), .parse = parse_debug, .dump = dump_debug },
+	{ "qpwatch", T_BOOL, AT(struct config, qpwatch) },
 	{ "limits", T_OBJ, AT(struct config, limits), .sub = &limits_section },
 	{ "devices", T_ARR, .max = CONFIG_MAX_DEVICES, .sub = &device_section,
 	  .arr_off = offsetof(struct config, devices),
@@ -970,12 +972,13 @@ void config_init_defaults(struct config *c)
 		.socket = "/run/justitia" SOCKET_NAME,
 		.state_dir = "/var/lib/justitia",
 		.log_level = CONFIG_LOG_INFO,
+		.qpwatch = true,
 		.limits = { .max_clients = 256, .max_flows = 4096, .max_flows_per_client = 1024,
 			    .max_request_bytes = 64 * KiB },
 		.reference = { .listen_address = "0.0.0.0", .listen_port = PEER_PORT,
 			       .period_us = 500, .window = 10000 },
 		.controller = { .target99_us = 100, .unattainable_delta_ms = 5000,
-				.cpu_alpha = 0.5 },
+				.stale_ms = 50, .cpu_alpha = 0.5 },
 		.tokens = { .bytes = 1 * MiB },
 	};
 }

@@ -89,6 +89,7 @@ struct config_controller {
 	bool one_flow_per_app;
 	enum config_unattainable unattainable_policy;
 	uint32_t unattainable_delta_ms;
+	uint32_t stale_ms; /* no reference sample this long: treated as a violation */
 	double cpu_alpha;
 };
 
@@ -104,6 +105,7 @@ struct config {
 	char state_dir[PATH_MAX];
 	enum config_log_level log_level;
 	unsigned debug; /* bit (1u << enum config_subsys) */
+	bool qpwatch;	/* load the BPF QP watcher (docs/qpwatch.md) */
 	struct config_limits limits;
 	struct config_reference reference;
 	struct config_controller controller;

@@ -20,8 +20,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "controller.h"
 #include "justitiad.h"
 #include "log.h"
+#include "qpwatch.h"
 #include "splitq.h"
 
 #define CLIENT_MAGIC 0x4354434cu /* "CTCL" */
@@ -109,7 +111,8 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 		cl->out = p;
 		cl->out_cap = cap;
 	}
-	memcpy(cl->out + cl->out_len, line + off, len - off);
+	if (len > off) /* sendmsg() may have taken it all: cl->out can still be NULL */
+		memcpy(cl->out + cl->out_len, line + off, len - off);
 	cl->out_len += len - off;
 	free(line);
 	client_flush(cl);
@@ -164,11 +167,13 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 
 	for (size_t i = 0; i < d->cfg.n_devices; i++) {
 		const struct config_device *dv = &d->cfg.devices[i];
+		uint64_t rate = d->controller ? ctrl_device_max_rate(d->controller, dv)
+					      : dv->max_rate_bps;
 
-		max_rate += dv->max_rate_bps;
+		max_rate += rate;
 		json_array_append_new(devs, json_pack("{s:s, s:i, s:i, s:o, s:I}", "name", dv->name,
 						      "port", (int)dv->port, "gid_index", dv->gid_index,
-						      "max_rate_bps", jnum_or_null(dv->max_rate_bps),
+						      "max_rate_bps", jnum_or_null(rate),
 						      "chunk_bytes", (json_int_t)dv->chunk_default));
 	}
 	flows_count(&d->flows, &fc);
@@ -190,6 +195,8 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 		"peer", cv->ref_peer[0] ? json_string(cv->ref_peer) : json_null(),
 		"error", cv->ref_error[0] ? json_string(cv->ref_error) : json_null(),
 		"samples", (json_int_t)cv->samples));
+	if (d->controller)
+		ctrl_status(d->controller, json_object_get(r, "controller"));
 	json_object_set_new(r, "devices", devs);
 	json_object_set_new(r, "counts", json_pack("{s:I, s:I, s:I, s:I, s:I}",
 						   "clients", (json_int_t)cl->ctl->n_clients,
@@ -204,6 +211,11 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 						   "max_flows", (json_int_t)d->cfg.limits.max_flows,
 						   "max_flows_per_client",
 						   (json_int_t)d->cfg.limits.max_flows_per_client));
+	if (d->qpw) {
+		json_object_set_new(json_object_get(r, "counts"), "unmanaged",
+				    qpwatch_unmanaged_json(d->qpw));
+		json_object_set_new(r, "qpwatch", qpwatch_status_json(d->qpw));
+	}
 	return r;
 }
 
@@ -221,6 +233,8 @@ static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
 	}
 	json_object_set_new(r, "flows", flows_to_json(&cl->ctl->d->flows));
+	if (all && cl->ctl->d->qpw)
+		qpwatch_append_unmanaged(cl->ctl->d->qpw, json_object_get(r, "flows"));
 	return r;
 }
 
@@ -326,6 +340,18 @@ static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 	return r;
 }
 
+/* Measure MaxRate against the reference peer (controller.c, calib.c); the
+ * reply comes at once, the result in status. */
+static json_t *cmd_calibrate(struct ctl_client *cl, json_t *req)
+{
+	if (cl->uid != 0)
+		return proto_reply_error(req, PROTO_E_PERMISSION,
+					 "calibrate needs root (uid 0), you are %u", (unsigned)cl->uid);
+	if (!cl->ctl->d->controller)
+		return proto_reply_error(req, PROTO_E_INTERNAL, "the controller is not running");
+	return ctrl_calibrate(cl->ctl->d->controller, req);
+}
+
 static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds)
 {
 	struct daemon *d = cl->ctl->d;
@@ -389,6 +415,8 @@ static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 	f = flows_register(&cl->ctl->d->flows, cl->proc, &fr, &code, msg, sizeof(msg));
 	if (!f)
 		return proto_reply_error(req, code, "%s", msg);
+	if (cl->ctl->d->controller) /* admission warning, its rate at once */
+		ctrl_flow_registered(cl->ctl->d->controller, f);
 	r = proto_reply_ok(req);
 	json_object_set_new(r, "flow", json_integer(f->id));
 	json_object_set_new(r, "slot", json_integer(f->gslot));
@@ -569,6 +597,8 @@ static void dispatch(struct ctl_client *cl, const char *line, size_t len)
 		r = cmd_unregister(cl, req);
 	else if (!strcmp(cmd, "split_peer"))
 		r = cmd_split_peer(cl, req);
+	else if (!strcmp(cmd, "calibrate"))
+		r = cmd_calibrate(cl, req);
 	else
 		r = proto_reply_error(req, PROTO_E_UNKNOWN_COMMAND, "unknown command \"%.64s\"", cmd);
 	if (nfds)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "proto.h"
@@ -86,15 +87,12 @@ static void derive_policy(const struct flows *fl, struct flow *f)
 /* Bandwidth flows are split at the small chunk while a latency flow is
  * registered (so a small message waits behind one chunk at most), at the
  * large one otherwise (paper §5.2); rates are the controller's. */
-void flows_publish(struct flows *fl, struct flow *f)
+void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 {
 	const struct config_device *d = device_conf(fl->cfg, f->device, f->port);
-	struct flows_counts c;
 	uint32_t chunk, flags = 0;
 
-	flows_count(fl, &c);
-	chunk = c.by_class[FLOW_CLASS_LATENCY] ? (d ? d->chunk_latency : 5120)
-					       : (d ? d->chunk_default : 1048576);
+	chunk = n_latency ? (d ? d->chunk_latency : 5120) : (d ? d->chunk_default : 1048576);
 	if (f->cls == FLOW_CLASS_BANDWIDTH)
 		flags = JST_F_PACE | JST_F_SPLIT;
 	else if (f->cls == FLOW_CLASS_THROUGHPUT)
@@ -104,13 +102,24 @@ void flows_publish(struct flows *fl, struct flow *f)
 			  f->rate_bps, f->ops_per_s, f->wait_ns);
 }
 
+void flows_publish(struct flows *fl, struct flow *f)
+{
+	struct flows_counts c;
+
+	flows_count(fl, &c);
+	flows_publish_counted(fl, f, c.by_class[FLOW_CLASS_LATENCY]);
+}
+
 /* The chunk size depends on whether any latency flow exists: republish
- * every slot when that changes. */
+ * every slot when that changes (counting once, not once per slot). */
 void flows_publish_all(struct flows *fl)
 {
+	struct flows_counts c;
+
+	flows_count(fl, &c);
 	for (struct proc *p = fl->procs; p; p = p->next)
 		for (struct flow *f = p->flows; f; f = f->next)
-			flows_publish(fl, f);
+			flows_publish_counted(fl, f, c.by_class[FLOW_CLASS_LATENCY]);
 }
 
 void flows_reconfigure(struct flows *fl, const struct config *cfg)
@@ -357,8 +366,22 @@ void flows_unregister(struct flows *fl, struct flow *f)
 		flows_publish_all(fl);
 }
 
+/* CLOCK_MONOTONIC in ns, taken once per poll and only if a counter grew. */
+static uint64_t poll_time(uint64_t *t)
+{
+	struct timespec ts;
+
+	if (!*t) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		*t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	return *t;
+}
+
 void flows_poll_counters(struct flows *fl)
 {
+	uint64_t t = 0;
+
 	for (struct proc *p = fl->procs; p; p = p->next) {
 		for (struct flow *f = p->flows; f; f = f->next) {
 			struct shm_counters now;
@@ -369,6 +392,8 @@ void flows_poll_counters(struct flows *fl)
 				log_warnx("pid %d (%s) wrote inconsistent counters for flow %u; "
 					  "ignoring the decrease", (int)p->pid, p->comm, f->id);
 			}
+			if (now.bytes != f->last.bytes || now.ops != f->last.ops)
+				f->grew_ns = poll_time(&t);
 			f->last = now;
 		}
 	}
@@ -392,6 +417,20 @@ static json_t *juint(uint64_t v)
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
+/* What the controller grants the flow, as the slot holds it (null: not
+ * paced), and whether it counts as active. */
+static void add_grant(json_t *o, const struct flow *f, const struct jst_flow_ctl *s)
+{
+	uint64_t r = atomic_load(&s->rate_bps), ops = atomic_load(&s->ops_per_s);
+
+	if (!o)
+		return;
+	json_object_set_new(o, "paced_rate_bps", r ? juint(r) : json_null());
+	json_object_set_new(o, "paced_ops_per_s", ops ? juint(ops) : json_null());
+	json_object_set_new(o, "wait_ns", juint(atomic_load(&s->wait_ns)));
+	json_object_set_new(o, "active", json_boolean(f->active));
+}
+
 json_t *flows_to_json(struct flows *fl)
 {
 	json_t *arr = json_array();
@@ -400,6 +439,7 @@ json_t *flows_to_json(struct flows *fl)
 	for (struct proc *p = fl->procs; p; p = p->next) {
 		for (struct flow *f = p->flows; f; f = f->next) {
 			const struct jst_flow_ctl *s = jst_shm_global_slot(fl->global.base, f->gslot);
+			size_t before = json_array_size(arr);
 
 			json_array_append_new(arr, json_pack(
 				"{s:I, s:i, s:s, s:s, s:s, s:i, s:I, s:s, s:i, s:o, s:s, s:o, s:o, "
@@ -416,6 +456,8 @@ json_t *flows_to_json(struct flows *fl)
 				"warning", f->warning[0] ? json_string(f->warning) : json_null(),
 				"counters_valid", f->scribbled ? json_false() : json_true(),
 				"managed", 1, "state", f->state, "chunks", juint(f->last.chunks)));
+			if (json_array_size(arr) > before)
+				add_grant(json_array_get(arr, before), f, s);
 		}
 	}
 	return arr;

@@ -37,6 +37,10 @@ struct flow {
 	uint64_t rate_bps;            /* granted by the controller, 0 = unpaced */
 	uint64_t ops_per_s;
 	uint64_t wait_ns;             /* Appendix D hint */
+	uint64_t grew_ns;             /* when its counters last grew (CLOCK_MONOTONIC) */
+	int active;                   /* grew within the controller's window */
+	uint32_t ctl_gen;             /* controller's cache: is @device the controlled */
+	int ctl_dev;                  /* one (valid while ctl_gen matches) */
 	struct shm_counters last;     /* last sane counters read from the shim */
 	int scribbled;                /* the shim wrote garbage counters */
 	struct flow *next;            /* in proc */
@@ -101,6 +105,9 @@ void flows_unregister(struct flows *fl, struct flow *f);
 void flows_publish(struct flows *fl, struct flow *f);
 /* Re-publish every slot (the chunk size follows the latency flows). */
 void flows_publish_all(struct flows *fl);
+/* flows_publish() when the caller knows how many latency flows there are
+ * (the controller republishes many slots per period). */
+void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency);
 
 /* Read every flow's counters from the shims' segments (untrusted). */
 void flows_poll_counters(struct flows *fl);

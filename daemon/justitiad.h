@@ -24,6 +24,8 @@ struct ctrl_view {
 };
 
 struct peer_ctx;
+struct ctrl;
+struct qpwatch;
 
 struct daemon {
 	struct ev_loop *loop;
@@ -35,6 +37,8 @@ struct daemon {
 	struct ctrl_view ctrl;
 	struct ctl *ctl;
 	struct peer_ctx *peer;        /* the daemon channel (peer.c), or NULL */
+	struct ctrl *controller;      /* the isolation controller (controller.c), or NULL */
+	struct qpwatch *qpw;          /* the BPF QP watcher (qpwatch.c), or NULL */
 };
 
 uint64_t daemon_now_ns(void);

@@ -221,10 +221,14 @@ int main(int argc, char **argv)
 		goto out_config;
 	}
 	d.ctl = &ctl;
+	/* never fatal: off, with the reason, when BPF cannot be used; loaded
+	 * before the socket exists, so that no client waits while it loads */
+	qpwatch_init(&qpw, &d);
+	d.qpw = &qpw;
 	rc = ctl_open(&ctl, &d);
 	if (rc) {
 		log_err("control socket %s: %s", d.cfg.socket, strerror(-rc));
-		goto out_flows;
+		goto out_qpwatch;
 	}
 	/* The daemon channel (reference flow, split-QP lookups): without it the
 	 * daemon still serves its own host. */
@@ -236,9 +240,6 @@ int main(int argc, char **argv)
 		log_warnx("isolation controller disabled: %s", strerror(-rc));
 	else
 		d.controller = &controller;
-	/* never fatal: off, with the reason, when BPF cannot be used */
-	qpwatch_init(&qpw, &d);
-	d.qpw = &qpw;
 	ev_signal_init(&sig_term, signal_cb, SIGTERM);
 	ev_signal_init(&sig_int, signal_cb, SIGINT);
 	ev_signal_init(&sig_hup, signal_cb, SIGHUP);
@@ -256,15 +257,15 @@ int main(int argc, char **argv)
 	rc = 0;
 
 	ev_timer_stop(d.loop, &tick);
-	qpwatch_fini(&qpw);
-	d.qpw = NULL;
 	if (d.controller)
 		ctrl_fini(d.controller);
 	d.controller = NULL;
 	peer_ctx_fini(&peer);
 	d.peer = NULL;
 	ctl_close(&ctl);
-out_flows:
+out_qpwatch:
+	qpwatch_fini(&qpw);
+	d.qpw = NULL;
 	flows_fini(&d.flows);
 out_config:
 	config_free(&d.cfg);

@@ -120,6 +120,19 @@ void shm_slot_publish(struct jst_flow_ctl *slot, uint32_t state, uint32_t flow_i
 	atomic_store_explicit(&slot->seq, (seq | 1u) + 1, memory_order_release);
 }
 
+void shm_slot_set_rates(struct jst_flow_ctl *slot, uint64_t rate_bps, uint64_t ops,
+			uint64_t wait_ns)
+{
+	uint32_t seq = atomic_load_explicit(&slot->seq, RELAXED);
+
+	atomic_store_explicit(&slot->seq, seq | 1u, RELAXED);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&slot->rate_bps, rate_bps, RELAXED);
+	atomic_store_explicit(&slot->ops_per_s, ops, RELAXED);
+	atomic_store_explicit(&slot->wait_ns, wait_ns, RELAXED);
+	atomic_store_explicit(&slot->seq, (seq | 1u) + 1, memory_order_release);
+}
+
 static uint64_t monotonic(uint64_t now, uint64_t prev, int *bad)
 {
 	if (now < prev) {

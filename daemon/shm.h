@@ -32,6 +32,11 @@ void shm_slot_publish(struct jst_flow_ctl *slot, uint32_t state, uint32_t flow_i
 		      uint32_t pid, uint32_t cls, uint32_t flags, uint32_t chunk,
 		      uint32_t weight, uint64_t rate_bps, uint64_t ops, uint64_t wait_ns);
 
+/* Rewrite only the granted rates of a slot (the controller, every period),
+ * under the same seq protocol. */
+void shm_slot_set_rates(struct jst_flow_ctl *slot, uint64_t rate_bps, uint64_t ops,
+			uint64_t wait_ns);
+
 /* Counters one process wrote, read as untrusted input: each is clamped so
  * that it never goes backwards from @prev (a decrease keeps @prev and
  * returns 1 = the process scribbled). */

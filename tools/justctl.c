@@ -180,6 +180,18 @@ static char *fmt_rate(uint64_t bps)
 	return xasprintf("%.1f %s", v, unit[i]);
 }
 
+/* "2.4 Mop/s", "850 op/s" */
+static char *fmt_ops(uint64_t ops)
+{
+	if (ops < 1000)
+		return xasprintf("%" PRIu64 " op/s", ops);
+	if (ops < 999950)
+		return xasprintf("%.1f kop/s", (double)ops / 1e3);
+	if (ops < 999950000)
+		return xasprintf("%.1f Mop/s", (double)ops / 1e6);
+	return xasprintf("%.1f Gop/s", (double)ops / 1e9);
+}
+
 /* "1.5 GiB", "512 B" */
 static char *fmt_bytes(uint64_t b)
 {
@@ -345,6 +357,85 @@ static void kv(FILE *out, const char *key, char *val)
 
 /* ------------------------------------------------------------ status */
 
+/* The daemon's QP watcher (docs/qpwatch.md), when the reply has one. */
+static void show_qpwatch(const json_t *qw, const json_t *cnt, FILE *out)
+{
+	char *a, *b, *e, *f;
+	uint64_t lost;
+
+	if (!json_is_object(qw))
+		return;
+	a = field_str(qw, "state");
+	if (jstr(qw, "reason")) {
+		kv(out, "qpwatch:", xasprintf("%s: %s", a, jstr(qw, "reason")));
+		free(a);
+		return;
+	}
+	b = field_str(qw, "mode");
+	e = field(qw, "qps", fmt_plain);
+	f = field(cnt, "unmanaged", fmt_plain);
+	kv(out, "qpwatch:", xasprintf("%s (%s), %s user QPs, %s unmanaged%s", a, b, e, f,
+				      juint(qw, "lost", &lost) && lost ? ", records lost" : ""));
+	free(a);
+	free(b);
+	free(e);
+	free(f);
+}
+
+/* The isolation controller's port, MaxRate, floor, trace and calibration,
+ * when the reply has them. */
+static void show_controller(const json_t *c, FILE *out)
+{
+	const json_t *dev = json_object_get(c, "device"), *trace = json_object_get(c, "trace");
+	const json_t *cal = json_object_get(c, "calibration"), *e;
+	uint64_t lo = UINT64_MAX, hi = 0, v, t0 = 0, t1 = 0;
+	char *a, *b, *d;
+	size_t i;
+
+	if (!json_object_get(c, "max_rate_source"))
+		return;
+	a = field(dev, "port", fmt_plain);
+	b = field(c, "floor_bps", fmt_rate);
+	d = field_str(c, "action");
+	kv(out, "controller:", xasprintf("%s/%s, max rate from %s, floor %s, last step: %s%s",
+					 or_dash(jstr(dev, "name")), a,
+					 or_dash(jstr(c, "max_rate_source")), b, d,
+					 json_is_true(json_object_get(c, "unattainable"))
+						 ? ", target unattainable"
+						 : ""));
+	free(a);
+	free(b);
+	free(d);
+	json_array_foreach(trace, i, e) {
+		if (juint(e, "min_bps", &v) && v < lo)
+			lo = v;
+		if (juint(e, "max_bps", &v) && v > hi)
+			hi = v;
+		if (juint(e, "t_ms", &v)) {
+			t0 = i ? t0 : v;
+			t1 = v;
+		}
+	}
+	if (json_array_size(trace) && lo <= hi) {
+		a = fmt_rate(lo);
+		b = fmt_rate(hi);
+		kv(out, "trace:", xasprintf("safe util %s .. %s over the last %.1f s", a, b,
+					    (double)(t1 - t0) / 1000));
+		free(a);
+		free(b);
+	}
+	if (json_is_object(cal)) {
+		a = field_str(cal, "state");
+		b = field(cal, "max_rate_bps", fmt_rate);
+		d = jstr(cal, "error") ? xasprintf(", error: %s", jstr(cal, "error"))
+				       : xasprintf("%s", "");
+		kv(out, "calibration:", xasprintf("%s, measured %s%s", a, b, d));
+		free(a);
+		free(b);
+		free(d);
+	}
+}
+
 static void show_status(const json_t *reply, FILE *out)
 {
 	static const char *const head[] = { "DEVICE", "PORT", "GID", "MAX RATE", "CHUNK" };
@@ -399,6 +490,7 @@ static void show_status(const json_t *reply, FILE *out)
 	free(b);
 	free(e);
 	free(f);
+	show_controller(c, out);
 
 	a = field(cnt, "clients", fmt_plain);
 	b = field(lim, "max_clients", fmt_plain);
@@ -419,6 +511,7 @@ static void show_status(const json_t *reply, FILE *out)
 	free(a);
 	free(b);
 	free(e);
+	show_qpwatch(json_object_get(reply, "qpwatch"), cnt, out);
 
 	fputc('\n', out);
 	if (!json_array_size(devs)) {
@@ -446,7 +539,7 @@ static void show_flows(const json_t *reply, FILE *out)
 	const json_t *flows = json_object_get(reply, "flows"), *fl;
 	struct table t = { .ncols = 11, .head = head, .right = right };
 	const char *warn;
-	uint64_t port;
+	uint64_t port, ops;
 	size_t i;
 
 	if (!json_array_size(flows)) {
@@ -466,7 +559,10 @@ static void show_flows(const json_t *reply, FILE *out)
 		table_add(&t, field(fl, "bytes", fmt_bytes));
 		table_add(&t, field(fl, "ops", fmt_plain));
 		table_add(&t, field(fl, "tokens", fmt_plain));
-		table_add(&t, field(fl, "paced_rate_bps", fmt_rate));
+		if (juint(fl, "paced_ops_per_s", &ops) && ops)
+			table_add(&t, fmt_ops(ops));
+		else
+			table_add(&t, field(fl, "paced_rate_bps", fmt_rate));
 		warn = jstr(fl, "warning");
 		if (json_is_false(json_object_get(fl, "managed")))
 			table_add(&t, xasprintf("unmanaged%s%s", warn ? "; " : "",
@@ -652,18 +748,113 @@ static int build_set(int argc, char **argv, json_t *req, FILE *err)
 			   argv[1]);
 }
 
+struct ctl_opts {
+	const char *socket;
+	bool json;
+	int timeout_ms;
+};
+
+/* calibrate [MS]: the daemon starts measuring and answers at once; justctl
+ * then follows the measurement in status until it is over. */
+static int build_calibrate(int argc, char **argv, json_t *req, FILE *err)
+{
+	uint64_t ms;
+
+	if (argc > 2)
+		return usage_error(err, "calibrate: expected at most one argument, MS");
+	if (argc == 2) {
+		if (parse_uint(argv[1], 100, 10000, &ms))
+			return usage_error(err,
+					   "calibrate: '%s' is not a duration of 100..10000 ms",
+					   argv[1]);
+		set_new(req, "duration_ms", json_integer((json_int_t)ms));
+	}
+	return 0;
+}
+
+static void show_calibrate(const json_t *reply, FILE *out)
+{
+	char *ms = field(json_object_get(reply, "calibration"), "duration_ms", fmt_plain);
+
+	fprintf(out, "calibrating against the reference peer for %s ms...\n", ms);
+	free(ms);
+	fflush(out);
+}
+
+/* Poll status until the calibration is over; print its result. */
+static int follow_calibrate(const struct ctl_opts *o, const char *path, FILE *out, FILE *err)
+{
+	json_t *req = xjson(json_pack("{s:i, s:s, s:i}", "v", PROTO_VERSION, "cmd", "status", "id",
+				      REQUEST_ID));
+	int rc = EXIT_FAILURE, e;
+
+	for (int i = 0; i < 300; i++) { /* 60 s at most */
+		const json_t *cal;
+		const char *state;
+		json_t *reply = NULL;
+		int fd = proto_connect(path, o->timeout_ms);
+
+		if (fd >= 0) {
+			reply = proto_call(fd, req, o->timeout_ms, NULL, NULL, 0, &e);
+			close(fd);
+		}
+		if (!reply) {
+			fprintf(err, "justctl: calibrate: lost the daemon while measuring\n");
+			break;
+		}
+		cal = json_object_get(json_object_get(reply, "controller"), "calibration");
+		state = jstr(cal, "state");
+		if (!state || strcmp(state, "running")) {
+			bool done = state && !strcmp(state, "done");
+
+			if (o->json) {
+				json_t *r = xjson(json_pack("{s:i, s:b, s:O}", "v", PROTO_VERSION,
+							    "ok", done, "calibration", cal));
+
+				json_dumpf(r, out, JSON_INDENT(2));
+				fputc('\n', out);
+				json_decref(r);
+			} else if (done) {
+				char *rate = field(cal, "max_rate_bps", fmt_rate);
+				char *peer = field_str(cal, "peer");
+
+				fprintf(out, "max rate: %s (measured against %s)\n", rate, peer);
+				free(rate);
+				free(peer);
+			}
+			if (!done) {
+				char *why = field_str(cal, "error");
+
+				fprintf(err, "justctl: calibrate: failed: %s\n", why);
+				free(why);
+			}
+			rc = done ? EXIT_SUCCESS : EXIT_FAILURE;
+			json_decref(reply);
+			break;
+		}
+		json_decref(reply);
+		usleep(200000);
+	}
+	json_decref(req);
+	return rc;
+}
+
 static const struct ctl_cmd {
 	const char *name;
 	const char *args;
 	const char *help;
 	build_fn build;
 	void (*show)(const json_t *reply, FILE *out);
+	/* after a successful reply, for commands that take a while */
+	int (*follow)(const struct ctl_opts *o, const char *path, FILE *out, FILE *err);
 } commands[] = {
 	{ "status", "", "daemon, controller and device state", build_plain, show_status },
 	{ "flows", "[--all]", "registered flows (--all: also unmanaged ones)", build_flows,
 	  show_flows },
 	{ "set", NULL, NULL, build_set, show_set }, /* usage from settings[] */
 	{ "version", "", "justctl and justitiad versions", build_plain, show_version },
+	{ "calibrate", "[MS]", "measure the max rate against the reference peer (root)",
+	  build_calibrate, show_calibrate, follow_calibrate },
 };
 
 static void usage(FILE *out)
@@ -730,12 +921,6 @@ static int ctl_build(int argc, char **argv, const struct ctl_cmd **cmd, json_t *
 }
 
 /* ------------------------------------------------------------ main */
-
-struct ctl_opts {
-	const char *socket;
-	bool json;
-	int timeout_ms;
-};
 
 /* Options: 0 with *first set to the index of the command, -1 when done
  * (help, version printed), or EXIT_USAGE. */
@@ -863,13 +1048,16 @@ static int ctl_main(int argc, char **argv, FILE *out, FILE *err)
 		goto out_req;
 	}
 	ok = json_is_true(json_object_get(reply, "ok"));
-	if (o.json && !json_dumpf(reply, out, JSON_INDENT(2)))
+	/* a command that is followed prints its final result as JSON instead */
+	if (o.json && !(ok && cmd->follow) && !json_dumpf(reply, out, JSON_INDENT(2)))
 		fputc('\n', out);
 	if (!ok)
 		show_error(cmd->name, reply, err);
 	else if (!o.json)
 		cmd->show(reply, out);
 	rc = ok ? EXIT_SUCCESS : EXIT_FAILURE;
+	if (ok && cmd->follow)
+		rc = cmd->follow(&o, path, out, err);
 	if (fflush(out) || ferror(out)) {
 		fprintf(err, "justctl: write error: %s\n", strerror(errno));
 		rc = EXIT_FAILURE;

@@ -25,6 +25,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_string_equal(a->state_dir, b->state_dir);
 	assert_int_equal(a->log_level, b->log_level);
 	assert_int_equal(a->debug, b->debug);
+	assert_int_equal(a->qpwatch, b->qpwatch);
 	assert_int_equal(a->limits.max_clients, b->limits.max_clients);
 	assert_int_equal(a->limits.max_flows, b->limits.max_flows);
 	assert_int_equal(a->limits.max_flows_per_client, b->limits.max_flows_per_client);
@@ -41,6 +42,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->controller.one_flow_per_app, b->controller.one_flow_per_app);
 	assert_int_equal(a->controller.unattainable_policy, b->controller.unattainable_policy);
 	assert_int_equal(a->controller.unattainable_delta_ms, b->controller.unattainable_delta_ms);
+	assert_int_equal(a->controller.stale_ms, b->controller.stale_ms);
 	assert_true(a->controller.cpu_alpha == b->controller.cpu_alpha);
 	assert_int_equal(a->tokens.bytes, b->tokens.bytes);
 	assert_int_equal(a->tokens.ops, b->tokens.ops);
@@ -156,6 +158,7 @@ static void defaults(void **state)
 	assert_string_equal(c.state_dir, "/var/lib/justitia");
 	assert_int_equal(c.log_level, CONFIG_LOG_INFO);
 	assert_int_equal(c.debug, 0);
+	assert_true(c.qpwatch);
 	assert_int_equal(c.limits.max_clients, 256);
 	assert_int_equal(c.limits.max_flows, 4096);
 	assert_int_equal(c.limits.max_flows_per_client, 1024);
@@ -172,6 +175,7 @@ static void defaults(void **state)
 	assert_false(c.controller.one_flow_per_app);
 	assert_int_equal(c.controller.unattainable_policy, CONFIG_UNATTAINABLE_KEEP);
 	assert_int_equal(c.controller.unattainable_delta_ms, 5000);
+	assert_int_equal(c.controller.stale_ms, 50);
 	assert_true(c.controller.cpu_alpha == 0.5);
 	assert_int_equal(c.tokens.bytes, 1048576);
 	assert_int_equal(c.tokens.ops, 0);
@@ -271,6 +275,7 @@ static void full_file_round_trip(void **state)
 	assert_int_equal(c.log_level, CONFIG_LOG_DEBUG);
 	assert_int_equal(c.debug, 1u << CONFIG_SUBSYS_CTL | 1u << CONFIG_SUBSYS_REF |
 					  1u << CONFIG_SUBSYS_CONFIG);
+	assert_false(c.qpwatch);
 	assert_int_equal(c.limits.max_clients, 64);
 	assert_int_equal(c.limits.max_flows, 2048);
 	assert_int_equal(c.limits.max_flows_per_client, 512);
@@ -302,6 +307,7 @@ static void full_file_round_trip(void **state)
 	assert_true(c.controller.one_flow_per_app);
 	assert_int_equal(c.controller.unattainable_policy, CONFIG_UNATTAINABLE_IGNORE_LATENCY);
 	assert_int_equal(c.controller.unattainable_delta_ms, 10000);
+	assert_int_equal(c.controller.stale_ms, 20);
 	assert_true(c.controller.cpu_alpha == 0.25);
 	assert_int_equal(c.tokens.bytes, 2097152);
 	assert_int_equal(c.tokens.ops, 1000000);
@@ -505,6 +511,8 @@ static const struct {
 	  "\"400Mbit\", \"1.5Gbit\" or bit/s)" },
 	{ "{\"controller\": {\"cpu_alpha\": 1.5}}",
 	  "1:30: controller.cpu_alpha: 1.5 is out of range (0..1)" },
+	{ "{\"controller\": {\"stale_ms\": 0}}",
+	  "1:29: controller.stale_ms: 0 is out of range (1..60000)" },
 	{ "{\"controller\": {\"target99_us\": -1}}",
 	  "1:32: controller.target99_us: -1 is out of range (1..10000000)" },
 	{ "{\"tokens\": {\"ops\": 1000000001}}",

@@ -248,7 +248,12 @@ static const struct build_case {
 	{ "set weight 2 pid", NULL, "set weight: expected N pid PID, or N flow ID" },
 	{ "set", NULL, "set: expected target, max-rate, policy or weight" },
 	{ "set speed 3", NULL, "set: unknown setting 'speed'" },
-	{ "calibrate", NULL, "unknown command 'calibrate'" },
+	{ "calibrate", "{\"v\":1,\"cmd\":\"calibrate\",\"id\":1}", NULL },
+	{ "calibrate 2000", "{\"v\":1,\"cmd\":\"calibrate\",\"id\":1,\"duration_ms\":2000}",
+	  NULL },
+	{ "calibrate 50", NULL, "calibrate: '50' is not a duration of 100..10000 ms" },
+	{ "calibrate 1000 2", NULL, "calibrate: expected at most one argument" },
+	{ "frobnicate", NULL, "unknown command 'frobnicate'" },
 	{ "hello", NULL, "unknown command 'hello'" },
 };
 
@@ -386,6 +391,63 @@ static void status_sparse(void **state UNUSED)
 	free(render(show_status,
 		    "{\"daemon\":3,\"controller\":[],\"devices\":{},\"counts\":\"x\"}"));
 	free(render(show_status, "{\"devices\":[1,null,{\"name\":7,\"port\":-1}]}"));
+}
+
+/* the QP watcher's line: on with its counts, off with its reason */
+static void status_qpwatch(void **state UNUSED)
+{
+	char *t = render(show_status, "{\"counts\":{\"unmanaged\":2},\"qpwatch\":{\"state\":\"on\","
+					"\"mode\":\"fentry\",\"reason\":null,\"qps\":5,\"lost\":0}}");
+
+	assert_non_null(strstr(t, "\nqpwatch:     on (fentry), 5 user QPs, 2 unmanaged\n\n"));
+	free(t);
+	t = render(show_status, "{\"counts\":{\"unmanaged\":0},\"qpwatch\":{\"state\":\"on\","
+				"\"mode\":\"kprobe\",\"reason\":null,\"qps\":1,\"lost\":3}}");
+	assert_non_null(strstr(t, "\nqpwatch:     on (kprobe), 1 user QPs, 0 unmanaged, records lost\n"));
+	free(t);
+	t = render(show_status, "{\"counts\":{\"unmanaged\":null},\"qpwatch\":{\"state\":\"off\","
+				"\"mode\":null,\"reason\":\"ib_core is not loaded\\u001b[2J\"}}");
+	assert_non_null(strstr(t, "\nqpwatch:     off: ib_core is not loaded?[2J\n"));
+	free(t);
+	/* an older daemon has no watcher: no line at all */
+	t = render(show_status, "{\"counts\":{}}");
+	assert_null(strstr(t, "qpwatch"));
+	free(t);
+}
+
+/* the isolation controller's lines: port, MaxRate source, floor, trace,
+ * calibration */
+static void status_controller(void **state UNUSED)
+{
+	char *t = render(show_status,
+			 "{\"controller\":{\"mode\":\"normal\",\"reference\":{\"state\":\"up\"},"
+			 "\"max_rate_source\":\"calibrated\",\"device\":{\"name\":\"rxe1\","
+			 "\"port\":1},\"floor_bps\":200000000,\"action\":\"decrease\","
+			 "\"unattainable\":true,\"trace\":[{\"t_ms\":1000,\"min_bps\":200000000,"
+			 "\"max_bps\":400000000},{\"t_ms\":3500,\"min_bps\":300000000,"
+			 "\"max_bps\":350000000}],\"calibration\":{\"state\":\"done\","
+			 "\"max_rate_bps\":9500000000,\"error\":null}}}");
+
+	assert_non_null(strstr(t, "\ncontroller:  rxe1/1, max rate from calibrated, floor "
+				  "200.0 Mbit/s, last step: decrease, target unattainable\n"));
+	assert_non_null(strstr(t, "\ntrace:       safe util 200.0 Mbit/s .. 400.0 Mbit/s over the "
+				  "last 2.5 s\n"));
+	assert_non_null(strstr(t, "\ncalibration: done, measured 9.5 Gbit/s\n"));
+	free(t);
+	t = render(show_status, "{\"controller\":{\"max_rate_source\":\"link\",\"trace\":[],"
+				"\"calibration\":{\"state\":\"failed\",\"max_rate_bps\":null,"
+				"\"error\":\"no reference peer is up\"}}}");
+	assert_non_null(
+		strstr(t, "\ncontroller:  -/-, max rate from link, floor -, last step: -\n"));
+	assert_null(strstr(t, "trace:"));
+	assert_non_null(strstr(t, "\ncalibration: failed, measured -, error: no reference peer is "
+				  "up\n"));
+	free(t);
+	/* a throughput flow's rate is in operations */
+	t = render(show_flows, "{\"flows\":[{\"id\":3,\"class\":\"throughput\","
+			       "\"paced_rate_bps\":null,\"paced_ops_per_s\":2400000}]}");
+	assert_non_null(strstr(t, "2.4 Mop/s"));
+	free(t);
 }
 
 static const char flows_reply[] =
@@ -672,6 +734,107 @@ static void against_fake_daemon(void **state UNUSED)
 	run_free(&r);
 }
 
+/* calibrate: the start reply, then status polled until the measurement is
+ * over, from a fake daemon that answers one connection after another. */
+struct script {
+	int lfd;
+	const char *const *replies;
+	int n, failed;
+	char first[512];
+};
+
+static void *script_thread(void *arg)
+{
+	struct script *s = arg;
+	char buf[512];
+	ssize_t n;
+
+	for (int i = 0; i < s->n; i++) {
+		int c = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0) {
+			s->failed = __LINE__;
+			return NULL;
+		}
+		n = proto_recv(c, buf, sizeof(buf) - 1, NULL, NULL, 0);
+		if (n <= 0) {
+			s->failed = __LINE__;
+			close(c);
+			return NULL;
+		}
+		buf[n] = 0;
+		if (!i)
+			snprintf(s->first, sizeof(s->first), "%s", buf);
+		if (proto_send(c, s->replies[i], strlen(s->replies[i]), NULL, 0) ||
+		    proto_send(c, "\n", 1, NULL, 0))
+			s->failed = __LINE__;
+		close(c);
+	}
+	return NULL;
+}
+
+static struct run run_script(const char *const *replies, int n, const char *cmd, char *first)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/test_justctl.XXXXXX", args[512];
+	struct script s = { .replies = replies, .n = n };
+	pthread_t th;
+	struct run r;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/j.sock", dir);
+	s.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(s.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s.lfd, 4), 0);
+	assert_int_equal(pthread_create(&th, NULL, script_thread, &s), 0);
+	snprintf(args, sizeof(args), "justctl -s %s %s", sa.sun_path, cmd);
+	r = run_args(args);
+	pthread_join(th, NULL);
+	assert_int_equal(s.failed, 0);
+	strcpy(first, s.first);
+	close(s.lfd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+	return r;
+}
+
+static void calibrate_follows(void **state UNUSED)
+{
+	static const char *const ok[] = {
+		"{\"v\":1,\"ok\":true,\"id\":1,\"calibration\":{\"state\":\"running\","
+		"\"duration_ms\":500}}",
+		"{\"v\":1,\"ok\":true,\"id\":1,\"controller\":{\"calibration\":{\"state\":"
+		"\"running\"}}}",
+		"{\"v\":1,\"ok\":true,\"id\":1,\"controller\":{\"calibration\":{\"state\":"
+		"\"done\",\"max_rate_bps\":312000000,\"peer\":\"10.233.0.1:7471\","
+		"\"error\":null}}}",
+	};
+	static const char *const bad[] = {
+		ok[0],
+		"{\"v\":1,\"ok\":true,\"id\":1,\"controller\":{\"calibration\":{\"state\":"
+		"\"failed\",\"error\":\"local protection error\"}}}",
+	};
+	char first[512];
+	struct run r;
+
+	r = run_script(ok, 3, "calibrate 500", first);
+	assert_string_equal(first,
+			    "{\"v\":1,\"cmd\":\"calibrate\",\"id\":1,\"duration_ms\":500}\n");
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "calibrating against the reference peer for 500 ms...\n"
+				   "max rate: 312.0 Mbit/s (measured against 10.233.0.1:7471)\n");
+	run_free(&r);
+	r = run_script(ok, 3, "-j calibrate", first);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "\"max_rate_bps\": 312000000"));
+	assert_null(strstr(r.out, "running"));
+	run_free(&r);
+	r = run_script(bad, 2, "calibrate", first);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "justctl: calibrate: failed: local protection error\n");
+	run_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -682,10 +845,13 @@ int main(void)
 		cmocka_unit_test(requests_are_valid),
 		cmocka_unit_test(status_table),
 		cmocka_unit_test(status_sparse),
+		cmocka_unit_test(status_qpwatch),
+		cmocka_unit_test(status_controller),
 		cmocka_unit_test(flows_table),
 		cmocka_unit_test(set_and_version),
 		cmocka_unit_test(exit_codes),
 		cmocka_unit_test(against_fake_daemon),
+		cmocka_unit_test(calibrate_follows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/* MaxRate calibration (see calib.h). */
+#include "calib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define DRAIN_S 3.0
+#define FILE_VERSION 1
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *calib_state_name(enum calib_state s)
+{
+	static const char *const names[] = { "idle", "running", "done", "failed" };
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static void finish(struct calib *c, const char *err)
+{
+	const struct config *cfg = c->rf->cfg;
+	uint64_t span = c->t_last > c->t_start ? c->t_last - c->t_start : 0;
+
+	ev_timer_stop(c->loop, &c->end_w);
+	refflow_close_session(c->rf, &c->s);
+	refflow_pause(c->rf, false);
+	c->posting = c->draining = false;
+	if (!err && (!span || !c->bytes))
+		err = "no write completed";
+	if (err) {
+		c->state = CALIB_FAILED;
+		snprintf(c->error, sizeof(c->error), "%s", err);
+		log_warnx("calibration failed: %s", err);
+	} else {
+		c->rate_bps = (uint64_t)((unsigned __int128)c->bytes * 8 * 1000000000u / span);
+		c->measured_at = time(NULL);
+		snprintf(c->device, sizeof(c->device), "%s", c->rf->dev.name);
+		c->port = c->rf->dev.port;
+		snprintf(c->peer, sizeof(c->peer), "%s", refflow_peer_name(c->rf));
+		c->state = CALIB_DONE;
+		c->error[0] = 0;
+		log_info("calibration: %s port %u to %s: %llu bit/s (%llu bytes in %.3f s)",
+			 c->device, c->port, c->peer, (unsigned long long)c->rate_bps,
+			 (unsigned long long)c->bytes, (double)span / 1e9);
+		if (calib_save(cfg->state_dir, c->device, c->port, c->rate_bps, c->measured_at,
+			       c->peer))
+			log_warn("cannot store the calibration in %s", cfg->state_dir);
+	}
+	if (c->done)
+		c->done(c, c->arg);
+}
+
+static void post_one(struct calib *c)
+{
+	int rc = rdma_post_write(&c->s.ep, &c->s.remote, 0, CALIB_MSG_BYTES);
+
+	if (rc) {
+		finish(c, "post failed");
+		return;
+	}
+	c->outstanding++;
+}
+
+static void on_wc(struct refflow *rf, const struct ibv_wc *wc, uint64_t now, void *arg)
+{
+	struct calib *c = arg;
+
+	if (c->state != CALIB_RUNNING)
+		return;
+	c->outstanding--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		finish(c, ibv_wc_status_str(wc->status));
+		return;
+	}
+	c->bytes += CALIB_MSG_BYTES;
+	c->t_last = now;
+	if (c->posting)
+		post_one(c);
+	else if (c->draining && !c->outstanding)
+		finish(c, NULL);
+}
+
+static void end_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct calib *c = w->data;
+
+	if (c->draining) { /* the last writes never completed */
+		finish(c, c->bytes ? NULL : "writes did not complete");
+		return;
+	}
+	c->posting = false;
+	c->draining = true;
+	if (!c->outstanding) {
+		finish(c, NULL);
+		return;
+	}
+	ev_timer_set(&c->end_w, DRAIN_S, 0);
+	ev_timer_start(loop, &c->end_w);
+}
+
+static void on_open(struct refflow *rf, struct ref_session *s, int err, const char *msg,
+		    void *arg)
+{
+	struct calib *c = arg;
+
+	if (c->state != CALIB_RUNNING)
+		return;
+	if (err) {
+		finish(c, msg);
+		return;
+	}
+	c->posting = true;
+	c->t_start = now_ns();
+	for (int i = 0; i < CALIB_DEPTH && c->state == CALIB_RUNNING; i++)
+		post_one(c);
+	ev_timer_set(&c->end_w, (double)c->duration_ns / 1e9, 0);
+	ev_timer_start(c->loop, &c->end_w);
+}
+
+void calib_init(struct calib *c, struct ev_loop *loop, struct refflow *rf, calib_done_fn done,
+		void *arg)
+{
+	memset(c, 0, sizeof(*c));
+	c->loop = loop;
+	c->rf = rf;
+	c->done = done;
+	c->arg = arg;
+	ev_init(&c->end_w, end_cb);
+	c->end_w.data = c;
+}
+
+void calib_fini(struct calib *c)
+{
+	ev_timer_stop(c->loop, &c->end_w);
+	if (c->state == CALIB_RUNNING) {
+		refflow_close_session(c->rf, &c->s);
+		refflow_pause(c->rf, false);
+		c->state = CALIB_FAILED;
+	}
+}
+
+int calib_start(struct calib *c, unsigned duration_ms)
+{
+	int rc;
+
+	if (c->state == CALIB_RUNNING)
+		return -EBUSY;
+	c->duration_ns = (uint64_t)(duration_ms ? duration_ms : CALIB_DEFAULT_MS) * 1000000ull;
+	c->bytes = c->outstanding = c->t_start = c->t_last = 0;
+	c->posting = c->draining = false;
+	c->state = CALIB_RUNNING;
+	c->error[0] = 0;
+	refflow_pause(c->rf, true);
+	rc = refflow_open_session(c->rf, &c->s, CALIB_MSG_BYTES, CALIB_DEPTH, on_open, on_wc, c);
+	if (rc) {
+		refflow_pause(c->rf, false);
+		c->state = CALIB_FAILED;
+		snprintf(c->error, sizeof(c->error), "%s",
+			 rc == -ENOTCONN ? "no reference peer is up" : strerror(-rc));
+		return rc;
+	}
+	log_info("calibration started (%u ms)", duration_ms ? duration_ms : CALIB_DEFAULT_MS);
+	return 0;
+}
+
+/* ------------------------------------------------------------ state file */
+
+static void file_path(char *buf, size_t len, const char *dir)
+{
+	snprintf(buf, len, "%s/%s", dir, CALIB_FILE);
+}
+
+int calib_load(const char *state_dir, const char *dev, unsigned port, uint64_t *bps,
+	       time_t *when)
+{
+	char path[PATH_MAX + 32];
+	json_error_t je;
+	json_t *root, *e;
+	size_t i;
+
+	*bps = 0;
+	*when = 0;
+	file_path(path, sizeof(path), state_dir);
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return access(path, F_OK) ? -ENOENT : -EINVAL;
+	if (json_integer_value(json_object_get(root, "version")) != FILE_VERSION) {
+		json_decref(root);
+		return -EINVAL;
+	}
+	json_array_foreach(json_object_get(root, "devices"), i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+		json_int_t p = json_integer_value(json_object_get(e, "port"));
+		json_int_t r = json_integer_value(json_object_get(e, "max_rate_bps"));
+
+		if (!name || strcmp(name, dev) || p != (json_int_t)port || r <= 0)
+			continue;
+		*bps = (uint64_t)r;
+		*when = (time_t)json_integer_value(json_object_get(e, "measured_at"));
+	}
+	json_decref(root);
+	return 0;
+}
+
+int calib_save(const char *state_dir, const char *dev, unsigned port, uint64_t bps, time_t when,
+	       const char *peer)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	json_t *root, *devs, *keep, *e;
+	size_t i;
+	int fd, rc = 0;
+
+	if (mkdir(state_dir, 0755) && errno != EEXIST)
+		return -errno;
+	file_path(path, sizeof(path), state_dir);
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	devs = json_array();
+	keep = root ? json_object_get(root, "devices") : NULL;
+	json_array_foreach(keep, i, e) {
+		const char *name = json_string_value(json_object_get(e, "name"));
+
+		if (name && (strcmp(name, dev) ||
+			     json_integer_value(json_object_get(e, "port")) != (json_int_t)port))
+			json_array_append(devs, e);
+	}
+	json_decref(root);
+	json_array_append_new(devs, json_pack("{s:s, s:i, s:I, s:I, s:s}", "name", dev, "port",
+					      (int)port, "max_rate_bps", (json_int_t)bps,
+					      "measured_at", (json_int_t)when, "peer", peer));
+	root = json_pack("{s:i, s:o}", "version", FILE_VERSION, "devices", devs);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out_free;
+	}
+	if (json_dumpfd(root, fd, JSON_INDENT(2)) || write(fd, "\n", 1) != 1 || fsync(fd)) {
+		rc = -EIO;
+		close(fd);
+		unlink(tmp);
+		goto out_free;
+	}
+	close(fd);
+	if (rename(tmp, path)) {
+		rc = -errno;
+		unlink(tmp);
+	}
+out_free:
+	json_decref(root);
+	return rc;
+}

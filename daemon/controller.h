@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/* The isolation controller, driven by the daemon's loop: every RefPeriod
+ * (its own ev_timer) it reads the flows' activity, counts L/B/T, runs the
+ * AIMD step (aimd.c) on the reference flow's Current99 (refflow.c,
+ * quantile.c), distributes the token stream (tokens.c) and publishes the
+ * result in the shared memory.  It controls one RDMA port: devices[0] of
+ * the configuration, or the first active port when none is configured;
+ * flows on other ports are registered but not paced (their warning says
+ * so).  With no flow registered and no reference flow wanted it steps every
+ * 100 ms instead. */
+#ifndef JUSTITIAD_CONTROLLER_H
+#define JUSTITIAD_CONTROLLER_H
+
+#include <ev.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "aimd.h"
+#include "calib.h"
+#include "quantile.h"
+#include "refflow.h"
+#include "tokens.h"
+
+#define CTRL_TRACE 200                 /* SafeUtil trace entries */
+#define CTRL_TRACE_NS 25000000ull      /* one entry per 25 ms: 5 s of history */
+#define CTRL_IDLE_S 0.1                /* step interval with nothing to control */
+#define CTRL_ACTIVE_PERIODS 20         /* active: counters grew within 20 periods */
+#define CTRL_ACTIVE_MIN_NS 100000000ull /* ... and at least 100 ms */
+#define CTRL_POLL_PERIODS 4            /* read the shims' counters every 4 periods */
+
+struct daemon;
+struct flow;
+struct config_device;
+
+struct ctrl_trace {
+	uint64_t t_ns;                  /* end of the interval, since the daemon started */
+	uint64_t safe_util_bps;         /* at the end */
+	uint64_t min_bps, max_bps;      /* over the interval */
+	uint64_t floor_bps;             /* the lowest floor of the interval */
+	uint64_t current99_ns;
+	uint8_t mode;
+};
+
+struct ctrl {
+	struct daemon *d;
+	ev_timer step_w;
+	bool idle;
+	struct quantile win;
+	struct aimd aimd;
+	struct aimd_config acfg;
+	struct refflow ref;
+	bool ref_ok;
+	bool wanted;                    /* the reference flow is wanted */
+	struct calib cal;
+	/* the controlled port */
+	char dev[64];
+	unsigned port;
+	int gid;
+	uint32_t dev_gen;               /* bumped when the port changes (flow caches) */
+	uint64_t link_bps, calib_bps;
+	time_t calib_at;
+	uint64_t max_rate_bps;
+	const char *max_rate_src;       /* "config", "calibrated", "link", "unknown" */
+	/* per step */
+	struct tokens_flow *tf;
+	struct aimd_flow *af;
+	struct flow **fp;
+	size_t cap;
+	uint64_t last_total;            /* window samples at the last step */
+	bool have99;
+	uint64_t current99_ns, p50_ns, p999_ns;
+	struct aimd_counts n;           /* logical counts of the last step */
+	uint32_t n_latency_all;         /* latency flows on every port (chunk rule) */
+	uint32_t chunk_bytes;
+	uint64_t token_ops, tau_ns;
+	uint64_t steps, decreases;      /* decreases: halving steps (violation or stale) */
+	uint64_t measured_ns;           /* the latency the last AIMD step used */
+	uint64_t violated_ns;           /* when a measurement last missed the target */
+	uint64_t violated_by_ns;        /* ... and that measurement */
+	uint64_t last_link_ns, last_debug_ns;
+	/* trace */
+	struct ctrl_trace trace[CTRL_TRACE];
+	size_t trace_head, trace_n;
+	struct ctrl_trace acc;
+	bool acc_open;
+};
+
+/* After the control socket and the peer channel (d->peer): open the window,
+ * the reference flow, load the calibration, start the step timer. */
+int ctrl_init(struct ctrl *c, struct daemon *d);
+void ctrl_fini(struct ctrl *c);
+/* After a reload (d->cfg replaced). */
+void ctrl_reconfigure(struct ctrl *c);
+/* One period, at @now_ns (exposed for the benchmark). */
+void ctrl_step(struct ctrl *c, uint64_t now_ns);
+
+/* A flow was registered: soft admission control (a latency flow that
+ * registers while Current99 > Target99 gets a warning), a warning for a flow
+ * on a port the controller does not control, and an immediate step. */
+void ctrl_flow_registered(struct ctrl *c, struct flow *f);
+/* Add the controller's members to the "controller" object of status. */
+void ctrl_status(struct ctrl *c, json_t *controller);
+/* The MaxRate status shows for a configured device (0: unknown). */
+uint64_t ctrl_device_max_rate(struct ctrl *c, const struct config_device *dv);
+/* "calibrate" (root only, checked by the caller): the reply. */
+json_t *ctrl_calibrate(struct ctrl *c, json_t *req);
+
+#endif

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/* libFuzzer target for the daemon channel's message layer
+ * (daemon/peermsg.c): arbitrary lines from a peer, in the handshake or in
+ * an established session (with and without MACs), as either side.  Checks
+ * that nothing crashes and that everything the daemon answers is one
+ * well-formed line: a JSON object, followed by a MAC when the session has
+ * keys.
+ *
+ *   make build/fuzz/fuzz_peer
+ *   build/fuzz/fuzz_peer -max_total_time=60 tests/fuzz/corpus/peer
+ *
+ * The first input byte chooses the setting (bit 0: we dialled, bit 1: the
+ * session is up, bit 2: with a shared secret); the rest is split into lines. */
+#include "../../common/log.c"
+#include "../../common/proto.c"
+#include "../../daemon/peer.c"
+#include "../../daemon/peerauth.c"
+#include "../../daemon/peermsg.c"
+#include "../../daemon/siphash.c"
+
+#include <sys/socket.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			__builtin_trap();                                                          \
+	} while (0)
+
+static struct ev_loop *loop;
+static struct peer_ctx pc;
+
+static void h_echo(struct peer_ctx *c, struct peer *p, const struct peer_req *rq, json_t *args,
+		   void *arg)
+{
+	peer_reply(c, rq, json_deep_copy(args));
+}
+
+static void h_fail(struct peer_ctx *c, struct peer *p, const struct peer_req *rq, json_t *args,
+		   void *arg)
+{
+	peer_reply_error(c, rq, "no", "%s", "failed");
+}
+
+static void ignore(struct peer_ctx *c, struct peer *p, json_t *result, const char *code,
+		   const char *msg, void *arg)
+{
+}
+
+/* Every line we wrote: JSON, plus " <16 hex>" when @mac. */
+static void check_output(int fd, bool mac)
+{
+	static char buf[1 << 20];
+	size_t len = 0;
+	ssize_t n;
+
+	while ((n = recv(fd, buf + len, sizeof(buf) - 1 - len, MSG_DONTWAIT)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+	for (char *line = buf, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+		size_t l = (size_t)(nl - line);
+		json_t *j;
+
+		*nl = 0;
+		if (mac) {
+			CHECK(l > 17 && line[l - 17] == ' ');
+			l -= 17;
+		}
+		j = json_loadb(line, l, JSON_REJECT_DUPLICATES, NULL);
+		CHECK(j && json_is_object(j));
+		CHECK(json_integer_value(json_object_get(j, "v")) == 1);
+		json_decref(j);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct peer p;
+	int sv[2];
+	char *copy;
+
+	if (!loop) {
+		loop = ev_loop_new(EVFLAG_AUTO);
+		log_init("fuzz_peer", LOG_LVL_ERROR, 0);
+		pc.loop = loop;
+		pc.node = 42;
+		pc.lfd = -1;
+		peer_handle(&pc, "echo", h_echo, NULL);
+		peer_handle(&pc, "fail", h_fail, NULL);
+	}
+	if (!size || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
+		return 0;
+	memset(&p, 0, sizeof(p));
+	p.magic = PEER_MAGIC;
+	p.pc = &pc;
+	p.fd = sv[0];
+	p.outgoing = data[0] & 1;
+	p.serial = 1;
+	p.next_id = 1;
+	snprintf(p.name, sizeof(p.name), "fuzz");
+	ev_init(&p.tw, NULL);
+	ev_io_init(&p.rw, NULL, sv[0], EV_READ);
+	ev_io_init(&p.ww, NULL, sv[0], EV_WRITE);
+	proto_linebuf_init(&p.in, PEER_MAX_LINE);
+	pc.have_secret = data[0] & 4;
+	pc.key = (struct siphash_key){ 1, 2 };
+	if (data[0] & 2) {
+		p.state = PEER_UP;
+		p.got_hello = true;
+		p.mac = pc.have_secret;
+		p.k_rx = (struct siphash_key){ 3, 4 };
+		p.k_tx = (struct siphash_key){ 5, 6 };
+		/* a request of ours in flight, for replies to match */
+		peer_request(&p, "echo", NULL, ignore, NULL, 0);
+	} else {
+		p.state = PEER_HANDSHAKE;
+	}
+	copy = malloc(size);
+	memcpy(copy, data + 1, size - 1);
+	copy[size - 1] = 0;
+	for (char *line = copy, *nl; line < copy + size - 1 && p.state != PEER_DOWN; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(copy + size - 1 - line));
+		if (!nl)
+			nl = copy + size - 1;
+		*nl = 0;
+		if ((size_t)(nl - line) <= PEER_MAX_LINE)
+			peermsg_line(&p, line, (size_t)(nl - line));
+	}
+	check_output(sv[1], pc.have_secret && (data[0] & 2));
+	if (p.state != PEER_DOWN)
+		conn_close(&p, "done");
+	ev_timer_stop(loop, &p.tw);
+	free(copy);
+	close(sv[1]);
+	return 0;
+}

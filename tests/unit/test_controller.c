@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of daemon/controller.c, the glue between the flow registry, the
+ * AIMD step, the token distribution and the shared memory: linked with the
+ * daemon's objects (not main.o), without a peer channel or an RDMA device.
+ * Activity from the shims' counters, L/B/T, the floor, SafeUtil halving on
+ * a violating window, the rates in the flows' slots and the global header
+ * a shim reads, flows on another port, soft admission control, the trace,
+ * the status object, MaxRate sources, calibrate's argument checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../daemon/controller.h"
+#include "../../daemon/justitiad.h"
+#include "bucket.h"
+#include "log.h"
+
+#define MAXRATE 10000000000ull
+
+uint64_t daemon_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct daemon d;
+static struct ctrl c;
+
+static int setup(void **state)
+{
+	memset(&d, 0, sizeof(d));
+	memset(&c, 0, sizeof(c));
+	config_init_defaults(&d.cfg);
+	d.cfg.limits.max_flows = 64;
+	d.cfg.limits.max_flows_per_client = 16;
+	d.cfg.devices = calloc(1, sizeof(*d.cfg.devices));
+	d.cfg.n_devices = 1;
+	d.cfg.devices[0] = (struct config_device){ .name = "tst0", .port = 1, .gid_index = -1,
+						   .max_rate_bps = MAXRATE, .chunk_latency = 4096,
+						   .chunk_default = 1 << 20 };
+	d.cfg.controller.target99_us = 100;
+	d.loop = ev_loop_new(EVFLAG_AUTO);
+	d.start_ns = daemon_now_ns();
+	assert_int_equal(flows_init(&d.flows, &d.cfg, 7), 0);
+	assert_int_equal(ctrl_init(&c, &d), 0);
+	d.controller = &c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	ctrl_fini(&c);
+	flows_fini(&d.flows);
+	config_free(&d.cfg);
+	ev_loop_destroy(d.loop);
+	return 0;
+}
+
+static struct flow *reg(struct proc *p, const char *dev, const char *cls, uint32_t qpn,
+			uint32_t weight)
+{
+	struct flow_req fr = { .device = dev, .port = 1, .qpn = qpn, .qp_type = "RC",
+			       .cls = cls, .weight = weight, .split_qpn = -1 };
+	const char *code;
+	char msg[160];
+	struct flow *f = flows_register(&d.flows, p, &fr, &code, msg, sizeof(msg));
+
+	assert_non_null(f);
+	ctrl_flow_registered(&c, f);
+	return f;
+}
+
+static void post(struct flow *f, uint64_t bytes)
+{
+	struct jst_flow_stats *s = jst_shm_client_slot(f->proc->seg.base, f->cslot);
+
+	atomic_fetch_add(&s->bytes, bytes);
+	atomic_fetch_add(&s->ops, 1);
+}
+
+static const struct jst_flow_ctl *slot(const struct flow *f)
+{
+	return jst_shm_global_slot(d.flows.global.base, f->gslot);
+}
+
+static const struct jst_shm_global *global(void)
+{
+	return d.flows.global.base;
+}
+
+/* The controller's clock in these tests: periods of 500 us, never behind
+ * the real clock (registrations step with the real one). */
+static uint64_t sim_now;
+
+static uint64_t periods(uint64_t now, int n)
+{
+	if (sim_now < daemon_now_ns())
+		sim_now = daemon_now_ns();
+	for (int i = 0; i < n; i++) {
+		sim_now += 500000;
+		ctrl_step(&c, sim_now);
+	}
+	return sim_now;
+}
+
+static void nothing_registered(void **state)
+{
+	uint64_t now = daemon_now_ns();
+
+	periods(now, 4);
+	assert_int_equal(c.max_rate_bps, MAXRATE);
+	assert_string_equal(c.max_rate_src, "config");
+	assert_int_equal(c.aimd.safe_util_bps, MAXRATE);
+	assert_true(c.idle);
+	assert_int_equal(atomic_load(&global()->safe_util_bps), MAXRATE);
+	assert_int_equal(atomic_load(&global()->max_rate_bps), MAXRATE);
+	assert_int_equal(atomic_load(&global()->flags), JST_G_RUNNING);
+	assert_int_equal(atomic_load(&global()->chunk_bytes), 1 << 20);
+	assert_int_equal(atomic_load(&global()->token_bytes), 1 << 20);
+	assert_int_equal(atomic_load(&global()->alpha_permille), 500);
+	assert_int_equal(atomic_load(&global()->current99_ns), 0);
+	/* no peer channel: the reference flow says so */
+	assert_string_equal(d.ctrl.ref_error, "no peer channel");
+}
+
+static void flows_and_rates(void **state)
+{
+	int err;
+	struct proc *a = flows_proc_new(&d.flows, 100, 0, "lat", &err);
+	struct proc *b = flows_proc_new(&d.flows, 101, 0, "bw", &err);
+	struct flow *l, *b1, *b2, *other;
+	uint64_t now = daemon_now_ns();
+
+	l = reg(a, "tst0", "latency", 1, 1);
+	b1 = reg(b, "tst0", "bandwidth", 2, 1);
+	b2 = reg(b, "tst0", "bandwidth", 3, 3);
+	other = reg(b, "other9", "bandwidth", 4, 1);
+	assert_false(c.idle);
+	assert_string_equal(other->warning, "not paced: justitiad controls tst0 port 1 only");
+	assert_string_equal(l->warning, ""); /* no measurement: no admission warning */
+
+	/* nothing posted yet: idle flows get what they would get if they started */
+	now = periods(now, 4);
+	assert_int_equal(c.n.lat, 1);
+	assert_int_equal(c.n.bw, 0);
+	assert_false(b1->active);
+	assert_int_equal(atomic_load(&slot(b1)->rate_bps), MAXRATE);
+	assert_int_equal(atomic_load(&slot(l)->rate_bps), 0);
+	assert_int_equal(atomic_load(&slot(other)->rate_bps), 0);
+	assert_int_equal(atomic_load(&global()->flags), JST_G_RUNNING | JST_G_LATENCY);
+	assert_int_equal(atomic_load(&global()->chunk_bytes), 4096);
+
+	/* both bandwidth flows post: active, weighted shares 1:3 */
+	for (int i = 0; i < 8; i++) {
+		post(b1, 65536);
+		post(b2, 65536);
+		now = periods(now, 1);
+		if (i >= 4) { /* every step, also the ones that read the counters */
+			assert_true(b1->active && b2->active);
+			assert_int_equal(c.n.bw, 2);
+		}
+	}
+	/* with the real clock, as the timer steps: the counters are read after
+	 * the step's clock was taken, the growth is "in the future" */
+	for (int i = 0; i < 2 * CTRL_POLL_PERIODS; i++) {
+		post(b1, 1);
+		ctrl_step(&c, daemon_now_ns());
+		assert_true(b1->active);
+	}
+	assert_int_equal(c.aimd.floor_bps, MAXRATE * 2 / 3);
+	assert_int_equal(atomic_load(&slot(b1)->rate_bps), c.aimd.safe_util_bps / 4);
+	assert_int_equal(atomic_load(&slot(b2)->rate_bps), c.aimd.safe_util_bps * 3 / 4);
+	assert_int_equal(atomic_load(&slot(b1)->flags), JST_F_PACE | JST_F_SPLIT);
+	assert_int_equal(atomic_load(&slot(b1)->chunk_bytes), 4096);
+	/* Appendix D: alpha * chunk / rate */
+	assert_int_equal(atomic_load(&slot(b1)->wait_ns),
+			 bucket_cost_ns(4096, atomic_load(&slot(b1)->rate_bps)) / 2);
+
+	/* a window above the target halves SafeUtil, never below the floor */
+	for (int i = 0; i < 100; i++)
+		quantile_add(&c.win, 500000);
+	now = periods(now, 1);
+	assert_int_equal(c.aimd.action, AIMD_DECREASE);
+	assert_int_equal(c.aimd.safe_util_bps, MAXRATE * 2 / 3); /* max(max/2, 2/3 max) */
+	assert_int_equal(atomic_load(&global()->safe_util_bps), MAXRATE * 2 / 3);
+	assert_int_equal(atomic_load(&global()->current99_ns), 500000);
+	assert_int_equal(atomic_load(&slot(b2)->rate_bps), MAXRATE * 2 / 3 * 3 / 4);
+	assert_int_equal(c.decreases, 1);
+
+	/* soft admission control: a latency flow registering now is warned
+	 * (the reference flow is up in real life; here we say so) */
+	c.ref.state = REF_UP;
+	c.ref.wanted = true;
+	{
+		struct flow *l2 = reg(a, "tst0", "latency", 5, 1);
+
+		assert_non_null(strstr(l2->warning, "exceeds the target (100 us)"));
+		assert_non_null(strstr(l2->warning, "500.0 us"));
+	}
+	c.ref.state = REF_OFF;
+	c.ref.wanted = false;
+
+	/* the window meets the target again: the auto step climbs back to
+	 * MaxRate within 100 ms of periods */
+	quantile_reset(&c.win);
+	for (int i = 0; i < 200 && c.aimd.safe_util_bps < MAXRATE; i++) {
+		quantile_add(&c.win, 10000);
+		post(b1, 1);
+		post(b2, 1);
+		now = periods(now, 1);
+	}
+	assert_int_equal(c.aimd.safe_util_bps, MAXRATE);
+}
+
+static void status_object(void **state)
+{
+	json_t *o = json_pack("{s:s, s:{s:s}}", "mode", "normal", "reference", "state", "off");
+	json_t *t;
+
+	ctrl_status(&c, o);
+	assert_int_equal(json_integer_value(json_object_get(o, "max_rate_bps")), MAXRATE);
+	assert_string_equal(json_string_value(json_object_get(o, "max_rate_source")), "config");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "device"),
+							      "name")),
+			    "tst0");
+	assert_int_equal(json_integer_value(json_object_get(o, "token_ops")), (1 << 20) / 64);
+	assert_int_equal(json_integer_value(json_object_get(o, "tau_ns")),
+			 bucket_cost_ns(1 << 20, c.aimd.safe_util_bps));
+	t = json_object_get(o, "trace");
+	assert_true(json_is_array(t));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "calibration"),
+							      "state")),
+			    "idle");
+	json_decref(o);
+	/* MaxRate for the status' devices[]: the configured one */
+	assert_int_equal(ctrl_device_max_rate(&c, &d.cfg.devices[0]), MAXRATE);
+}
+
+/* The trace: one entry per 25 ms, with the interval's min, max and floor. */
+static void trace(void **state)
+{
+	uint64_t now = daemon_now_ns() + 10 * 1000000000ull;
+	size_t before = c.trace_n;
+
+	for (int i = 0; i < 60; i++) /* 30 ms */
+		now = periods(now, 1);
+	assert_true(c.trace_n > before);
+	{
+		const struct ctrl_trace *e = &c.trace[(c.trace_head + CTRL_TRACE - 1) % CTRL_TRACE];
+
+		assert_true(e->min_bps <= e->safe_util_bps && e->safe_util_bps <= e->max_bps);
+		assert_true(e->floor_bps <= e->min_bps);
+	}
+}
+
+static void calibrate_arguments(void **state)
+{
+	json_t *req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "duration_ms", 5);
+	json_t *r = ctrl_calibrate(&c, req);
+
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
+							      "code")),
+			    "bad_request");
+	json_decref(r);
+	json_decref(req);
+	req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "bogus", 5);
+	r = ctrl_calibrate(&c, req);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
+							      "code")),
+			    "bad_request");
+	json_decref(r);
+	json_decref(req);
+	/* no peer channel at all */
+	req = json_pack("{s:i, s:s}", "v", 1, "cmd", "calibrate");
+	r = ctrl_calibrate(&c, req);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
+							      "code")),
+			    "not_found");
+	json_decref(r);
+	json_decref(req);
+}
+
+/* MaxRate "auto": the calibration file, then the link speed (none here). */
+static void max_rate_sources(void **state)
+{
+	char dir[] = "/tmp/test_controller.XXXXXX";
+	uint64_t bps;
+	time_t when;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when), -ENOENT);
+	assert_int_equal(calib_save(dir, "tst0", 1, 3000000000ull, 1700000000, "peer:1"), 0);
+	assert_int_equal(calib_save(dir, "tst1", 2, 5000000000ull, 1700000001, "peer:2"), 0);
+	assert_int_equal(calib_save(dir, "tst0", 1, 4000000000ull, 1700000002, "peer:1"), 0);
+	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when), 0);
+	assert_int_equal(bps, 4000000000ull);
+	assert_int_equal(when, 1700000002);
+	assert_int_equal(calib_load(dir, "tst1", 2, &bps, &when), 0);
+	assert_int_equal(bps, 5000000000ull);
+	assert_int_equal(calib_load(dir, "tst1", 1, &bps, &when), 0);
+	assert_int_equal(bps, 0);
+
+	snprintf(d.cfg.state_dir, sizeof(d.cfg.state_dir), "%s", dir);
+	d.cfg.devices[0].max_rate_bps = 0; /* "auto" */
+	ctrl_reconfigure(&c);
+	assert_int_equal(c.max_rate_bps, 4000000000ull);
+	assert_string_equal(c.max_rate_src, "calibrated");
+	assert_int_equal(ctrl_device_max_rate(&c, &d.cfg.devices[0]), 4000000000ull);
+	d.cfg.devices[0].max_rate_bps = MAXRATE;
+	ctrl_reconfigure(&c);
+	assert_string_equal(c.max_rate_src, "config");
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "%s/calibration.json", dir);
+		unlink(path);
+		rmdir(dir);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nothing_registered),
+		cmocka_unit_test(flows_and_rates),
+		cmocka_unit_test(status_object),
+		cmocka_unit_test(trace),
+		cmocka_unit_test(calibrate_arguments),
+		cmocka_unit_test(max_rate_sources),
+	};
+
+	log_init("test_controller", LOG_LVL_ERROR, 0);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
