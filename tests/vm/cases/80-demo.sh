@@ -6,7 +6,8 @@
 . tests/vm/lib.sh
 O=$JV_OUT/demo
 mkdir -p "$O"
-run_one demo.quick tools/demo --guest --quick "$O"
+# the quick demo takes 2-4 minutes under TCG, more when the host is busy
+JV_TIMEOUT=900 run_one demo.quick tools/demo --guest --quick "$O"
 R=$O/results.json
 expect() { _jv_result "$1" "$( [ "$2" = "$3" ] && echo 1 || echo 0)" "want $2, got $3"; }
 expect demo.rows 7 "$(jq 'length' "$R" 2>/dev/null)"
