@@ -991,26 +991,6 @@ void config_free(struct config *c)
 	config_init_defaults(c);
 }
 
-/* Where jansson's syntax error is: the start of the token it names if the text confirms it. */
-static size_t syntax_offset(const char *text, size_t len, const json_error_t *je)
-{
-	size_t pos = je->position > 0 ? (size_t)je->position : 0, tl;
-	const char *near = strstr(je->text, " near '");
-
-	if (pos > len)
-		pos = len;
-	if (near) {
-		near += strlen(" near '");
-		tl = strlen(near);
-		if (tl > 1 && near[tl - 1] == '\'' && tl - 1 <= pos &&
-		    memcmp(text + pos - (tl - 1), near, tl - 1) == 0)
-			return pos - (tl - 1);
-	}
-	if (strstr(je->text, "near end of file"))
-		return pos;
-	return pos ? pos - 1 : 0;
-}
-
 static bool only_whitespace(const char *s, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
@@ -1038,7 +1018,7 @@ int config_parse_buffer(const char *name, const char *text, size_t len, struct c
 	}
 	root = json_loadb(x.text, x.len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (!root) {
-		jsonpos_from_offset(x.text, x.len, syntax_offset(x.text, x.len, &je), &pos);
+		jsonpos_from_offset(x.text, x.len, jsonpos_syntax_offset(x.text, x.len, &je), &pos);
 		report(&x, "%s:%u:%u: %s", name, pos.line, pos.col, je.text);
 		return -EINVAL;
 	}

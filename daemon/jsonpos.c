@@ -271,3 +271,22 @@ void jsonpos_from_offset(const char *text, size_t len, size_t offset, struct jso
 	out->col = (unsigned)(offset - bol + 1);
 	out->offset = offset;
 }
+
+size_t jsonpos_syntax_offset(const char *text, size_t len, const json_error_t *je)
+{
+	size_t pos = je->position > 0 ? (size_t)je->position : 0, tl;
+	const char *near = strstr(je->text, " near '");
+
+	if (pos > len)
+		pos = len;
+	if (near) {
+		near += strlen(" near '");
+		tl = strlen(near);
+		if (tl > 1 && near[tl - 1] == '\'' && tl - 1 <= pos &&
+		    memcmp(text + pos - (tl - 1), near, tl - 1) == 0)
+			return pos - (tl - 1);
+	}
+	if (strstr(je->text, "near end of file"))
+		return pos;
+	return pos ? pos - 1 : 0;
+}

@@ -15,6 +15,7 @@
 #define JUSTITIA_DAEMON_JSONPOS_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stddef.h>
 
 /* One step of a path: the member `key` of an object, or element `index` of an array. */
@@ -39,5 +40,9 @@ int jsonpos_find(const char *text, size_t len, const struct jsonpos_seg *path, s
 
 /* Line and column of byte `offset` (clamped to len; offset len is just past the last byte). */
 void jsonpos_from_offset(const char *text, size_t len, size_t offset, struct jsonpos *out);
+/* Byte offset of a jansson syntax error in @text: jansson's position is just
+ * past the offending token; this is the token's start when the error text
+ * names it and the text confirms it. */
+size_t jsonpos_syntax_offset(const char *text, size_t len, const json_error_t *je);
 
 #endif
