@@ -10,8 +10,10 @@
 #include "inject.h"
 #include "log.h"
 #include "pace.h"
+#include "splitmsg.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 
 __thread int shim_busy;
@@ -95,8 +97,17 @@ static int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 		return EINVAL;
 	}
 	*bad = NULL;
-	rc = c->post_recv(qp, wr, bad);
-	q = shim_qp_find(qp->context, qp->qp_num);
+	/* (never a miss: two-sided splits count every receive) */
+	q = shim_qp_find_sure(qp->context, qp->qp_num);
+	if (q && q->split.qp) {
+		pthread_mutex_lock(&q->lock);
+		rc = c->post_recv(qp, wr, bad);
+		if (!rc || *bad)
+			splitmsg_rx_posted(q, wr, rc ? *bad : NULL);
+		pthread_mutex_unlock(&q->lock);
+	} else {
+		rc = c->post_recv(qp, wr, bad);
+	}
 	if (q) {
 		if (rc && !*bad)
 			return rc; /* nothing known to be posted */
@@ -127,10 +138,25 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		got += more;
 	}
 	for (int i = 0; i < got; i++) {
-		struct shim_qp *q = shim_qp_find(cq->context, wc[i].qp_num);
+		int rx = wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV);
+		struct shim_qp *q = rx ? shim_qp_find_sure(cq->context, wc[i].qp_num)
+				       : shim_qp_find(cq->context, wc[i].qp_num);
 
-		if (q)
-			stats_account_wc(&q->st, &wc[i]);
+		if (!q)
+			continue;
+		if (rx && q->split.qp) {
+			/* a split SEND / WRITE_WITH_IMM shows its full length */
+			pthread_mutex_lock(&q->lock);
+			splitmsg_rx_done(q, &wc[i]);
+			pthread_mutex_unlock(&q->lock);
+		} else if (wc[i].status == IBV_WC_SUCCESS &&
+			   atomic_load_explicit(&q->split.msg.fin_len, memory_order_relaxed)) {
+			/* and so does the sender's (an RDMA READ's bytes read) */
+			pthread_mutex_lock(&q->lock);
+			splitmsg_tx_done(q, &wc[i]);
+			pthread_mutex_unlock(&q->lock);
+		}
+		stats_account_wc(&q->st, &wc[i]);
 	}
 	return got;
 }

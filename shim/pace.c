@@ -102,19 +102,20 @@ static int wants_pacing(struct shim_qp *q)
 	return atomic_load_explicit(&slot->rate_bps, memory_order_relaxed) != 0;
 }
 
-/* The split size for @wr, or 0 when it goes whole: only RDMA WRITE and
- * READ larger than the chunk, not inline, on a QP whose split QP is
- * connected and whose flow the daemon says to split. */
+/* The split size for @wr, or 0 when it goes whole: RDMA WRITE, READ,
+ * SEND and WRITE_WITH_IMM larger than the chunk, not inline, on a QP whose
+ * split QP is connected and whose flow the daemon says to split.  *kind:
+ * enum splitmsg_kind. */
 static uint32_t split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
-			   const struct ibv_send_wr *wr)
+			   const struct ibv_send_wr *wr, int *kind)
 {
 	uint32_t chunk;
 
 	if (!slot || atomic_load_explicit(&q->split.state, memory_order_relaxed) != SPLIT_READY ||
 	    !(atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT))
 		return 0;
-	if ((wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_READ) ||
-	    (wr->send_flags & IBV_SEND_INLINE) || wr->num_sge > SPLIT_MAX_SGE)
+	*kind = splitmsg_kind_of(q, wr);
+	if (*kind < 0 || (wr->send_flags & IBV_SEND_INLINE) || wr->num_sge > SPLIT_MAX_SGE)
 		return 0;
 	chunk = atomic_load_explicit(&slot->chunk_bytes, memory_order_relaxed);
 	return chunk && wr_bytes(wr) > chunk ? chunk : 0;
@@ -175,6 +176,11 @@ static struct pend_wr *pend_copy(const struct ibv_send_wr *wr)
 	p->next_chunk = 0;
 	p->inflight = 0;
 	p->failed = 0;
+	p->kind = SPLITMSG_ONE_SIDED;
+	p->phase = SPLITMSG_DATA;
+	p->nseg = 0;
+	p->seq = 0;
+	p->deadline_ns = 0;
 	p->wr = *wr;
 	p->wr.next = NULL;
 	p->wr.sg_list = p->sge;
@@ -240,38 +246,106 @@ static void fail_backlog(struct shim_qp *q, int rc)
 	q->bl_len = 0;
 }
 
-/* One chunk of a split message: on the split QP (all but the last) or, as
- * the application's own WR, on its QP (the last). */
+/* Chunk @k of a split message goes last, on the application's QP, as the
+ * application's own WR: chunk 0 of a SEND (its data lands at the start of
+ * the peer's receive buffer), the last chunk of anything else. */
+static uint32_t final_chunk(const struct pend_wr *p)
+{
+	return p->kind == SPLITMSG_SEND ? 0 : p->n_chunks - 1;
+}
+
+/* The @i-th chunk that goes to the split QP. */
+static uint32_t data_chunk(const struct pend_wr *p, uint32_t i)
+{
+	return p->kind == SPLITMSG_SEND ? i + 1 : i;
+}
+
+/* Post @w (SGEs @sg/@n) on the split QP as RDMA WRITEs into the peer's
+ * receive buffer segments, for message bytes [@off, @off + @len). */
+static int post_to_segments(struct shim_qp *q, struct pend_wr *p, struct ibv_send_wr *w,
+			    uint64_t off, uint64_t len)
+{
+	uint64_t at = off - p->chunk, seg0 = 0; /* segments cover [chunk, length) */
+	struct ibv_sge sg[SPLIT_MAX_SGE];
+	struct ibv_send_wr *bad = NULL;
+
+	for (unsigned i = 0; i < p->nseg && len; i++) {
+		uint64_t s_end = seg0 + p->seg[i].len, take;
+		int n, rc;
+
+		if (at >= s_end) {
+			seg0 = s_end;
+			continue;
+		}
+		take = s_end - at < len ? s_end - at : len;
+		n = shim_split_sges(p->sge, p->wr.num_sge, off, take, sg, SPLIT_MAX_SGE);
+		if (n < 0)
+			return EINVAL;
+		w->sg_list = sg;
+		w->num_sge = n;
+		w->opcode = IBV_WR_RDMA_WRITE;
+		w->wr.rdma.remote_addr = p->seg[i].addr + (at - seg0);
+		w->wr.rdma.rkey = p->seg[i].rkey;
+		rc = q->sctx->post_send(q->split.qp, w, &bad);
+		if (rc)
+			return rc;
+		p->inflight++;
+		off += take;
+		at += take;
+		len -= take;
+		seg0 = s_end;
+	}
+	return len ? EINVAL : 0;
+}
+
+/* Chunk @k of a split message: on the split QP, or (the final one, see
+ * final_chunk()) as the application's own WR on its QP. */
 static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
 {
 	uint64_t off = (uint64_t)k * p->chunk, len = p->cost_bytes - off;
 	struct ibv_sge sg[SPLIT_MAX_SGE];
 	struct ibv_send_wr w = p->wr, *bad = NULL;
 	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
-	int n, last = k + 1 == p->n_chunks, rc;
+	int n, rc;
 
 	if (len > p->chunk)
 		len = p->chunk;
+	w.next = NULL;
+	if (k != final_chunk(p)) {
+		w.wr_id = (uintptr_t)p;
+		w.send_flags = IBV_SEND_SIGNALED;
+		if (p->kind == SPLITMSG_SEND) {
+			rc = post_to_segments(q, p, &w, off, len);
+			goto out;
+		}
+		if (p->kind == SPLITMSG_WRITE_IMM)
+			w.opcode = IBV_WR_RDMA_WRITE;
+	}
 	n = shim_split_sges(p->sge, p->wr.num_sge, off, len, sg, SPLIT_MAX_SGE);
 	if (n < 0)
 		return EINVAL;
-	w.next = NULL;
 	w.sg_list = sg;
 	w.num_sge = n;
-	w.wr.rdma.remote_addr = p->wr.wr.rdma.remote_addr + off;
-	if (!last) {
-		w.wr_id = (uintptr_t)p;
-		w.send_flags = IBV_SEND_SIGNALED;
+	if (p->kind != SPLITMSG_SEND)
+		w.wr.rdma.remote_addr = p->wr.wr.rdma.remote_addr + off;
+	if (k != final_chunk(p)) {
 		rc = q->sctx->post_send(q->split.qp, &w, &bad);
+		if (!rc)
+			p->inflight++;
 	} else {
 		rc = q->sctx->post_send(q->qp, &w, &bad);
 		if (!rc) {
 			/* the application posted one WR of the whole length */
 			uint64_t bytes, cnt = stats_account_send(&q->st, &p->wr, NULL, 0, &bytes);
 
+			atomic_fetch_add_explicit(&q->st.split[p->kind], 1, memory_order_relaxed);
+			splitmsg_tx_final(q, p->wr.wr_id, wc_opcode(p->wr.opcode), (uint32_t)len,
+					  p->cost_bytes);
+
 			shim_ops_publish(q, cnt, bytes);
 		}
 	}
+out:
 	if (!rc && st)
 		atomic_fetch_add_explicit(&st->chunks, 1, memory_order_relaxed);
 	return rc;
@@ -292,7 +366,13 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	q->bl_head = p->next;
 	q->bl_len--;
 	free(p);
-	ibv_modify_qp(q->qp, &a, IBV_QP_STATE); /* flushes what the provider holds */
+	{
+		int saved = shim_busy; /* we hold q->lock: no split_follow() now */
+
+		shim_busy = 1;
+		ibv_modify_qp(q->qp, &a, IBV_QP_STATE); /* flushes what the provider holds */
+		shim_busy = saved;
+	}
 	fail_backlog(q, EIO);
 }
 
@@ -310,6 +390,19 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 	while ((p = q->bl_head)) {
 		int rc;
 
+		if (p->chunk && p->phase == SPLITMSG_HDR) {
+			/* two-sided: the peer's shim must say where first */
+			if (q->split.msg.tx_off || splitmsg_send_hdr(q, p, now))
+				splitmsg_make_whole(q, p);
+		}
+		if (p->chunk && p->phase == SPLITMSG_WAIT) {
+			if (now < p->deadline_ns)
+				return p->deadline_ns; /* its READY wakes us before */
+			shim_log("QP %u: the peer's shim did not answer a split request: "
+				 "SENDs go whole", q->qp->qp_num);
+			q->split.msg.tx_off = 1;
+			splitmsg_make_whole(q, p);
+		}
 		if (p->chunk) {
 			/* split chunks, a window at a time, each paid for */
 			while (!p->failed && p->next_chunk + 1 < p->n_chunks &&
@@ -322,13 +415,12 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 					if (wait)
 						return now + wait;
 				}
-				rc = post_chunk(q, p, p->next_chunk);
+				rc = post_chunk(q, p, data_chunk(p, p->next_chunk));
 				if (rc) {
 					p->failed = 1 + IBV_WC_LOC_QP_OP_ERR;
 					break;
 				}
 				p->next_chunk++;
-				p->inflight++;
 			}
 			if (p->inflight)
 				return 0;
@@ -338,15 +430,16 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 			}
 		}
 		if (!direct && slot && st) {
-			uint64_t last = p->chunk ? p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk
-						 : p->cost_bytes;
+			uint64_t last = !p->chunk ? p->cost_bytes
+				      : p->kind == SPLITMSG_SEND ? p->chunk
+				      : p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk;
 			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
 						    wr_cost_ns(cls, slot, last), BURST_NS);
 
 			if (wait)
 				return now + wait;
 		}
-		rc = p->chunk ? post_chunk(q, p, p->n_chunks - 1) : post_one(q, &p->wr);
+		rc = p->chunk ? post_chunk(q, p, final_chunk(p)) : post_one(q, &p->wr);
 		if (rc) {
 			fail_backlog(q, rc);
 			break;
@@ -374,6 +467,11 @@ static void reap_split_locked(struct shim_qp *q)
 	while ((n = q->sctx->poll_cq(sp->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct pend_wr *p = (struct pend_wr *)(uintptr_t)wc[i].wr_id;
+
+			if (wc[i].wr_id & SPLITMSG_TAG_MASK) {
+				splitmsg_on_wc(q, &wc[i]);
+				continue;
+			}
 
 			/* chunks complete in order, for the job at the head */
 			if (p != q->bl_head || !p->inflight)
@@ -428,7 +526,8 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 	for (; wr; wr = wr->next) {
 		struct pend_wr *p;
 
-		uint32_t chunk = split_size(q, slot, wr);
+		int kind = SPLITMSG_ONE_SIDED;
+		uint32_t chunk = split_size(q, slot, wr, &kind);
 
 		/* nothing queued ahead, not split, and a token now: straight to
 		 * the provider */
@@ -463,6 +562,8 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		if (chunk) {
 			p->chunk = chunk;
 			p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
+			p->kind = (uint8_t)kind;
+			p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
 		}
 		if (q->bl_tail)
 			q->bl_tail->next = p;
@@ -644,9 +745,11 @@ void shim_pace_update(struct shim_qp *q)
 {
 	int want = wants_pacing(q);
 
+	/* a QP with a split QP is never fast: two-sided splits count the
+	 * SENDs it posts (splitmsg.c) */
 	atomic_store_explicit(&q->fast,
 			      atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
-				      !shim_count_all,
+				      !shim_count_all && !q->split.qp,
 			      memory_order_relaxed);
 
 	if (want && progress_start())

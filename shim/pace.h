@@ -15,6 +15,7 @@
 #include <infiniband/verbs.h>
 
 #include "registry.h"
+#include "splitmsg.h"
 
 /* A copy of one send WR (and of its inline data) waiting for tokens; for a
  * message being split, also its progress. */
@@ -26,6 +27,13 @@ struct pend_wr {
 	uint32_t next_chunk;   /* next chunk to post */
 	uint32_t inflight;     /* chunks posted on the split QP, not completed */
 	int failed;            /* 0, or 1 + the enum ibv_wc_status of a failed chunk */
+	/* two-sided splits (splitmsg.h) */
+	uint8_t kind;          /* enum splitmsg_kind */
+	uint8_t phase;         /* enum splitmsg_phase */
+	uint8_t nseg;
+	uint64_t seq;          /* which of the peer's receives it consumes */
+	uint64_t deadline_ns;  /* READY due by then */
+	struct splitmsg_seg seg[SPLITMSG_MAX_SEG];
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[];
 };

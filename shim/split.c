@@ -42,7 +42,8 @@ int shim_split_create(struct shim_qp *q)
 	struct ibv_qp_init_attr a = {
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
-		.cap = { .max_send_wr = 2 * SPLIT_WINDOW, .max_recv_wr = 1,
+		.cap = { .max_send_wr = SPLIT_WINDOW + SPLITMSG_MAX_SEG + SPLITMSG_SLOTS,
+			 .max_recv_wr = SPLITMSG_SLOTS,
 			 .max_send_sge = SPLIT_MAX_SGE, .max_recv_sge = 1 },
 	};
 	struct ibv_context *ctx = q->qp->context;
@@ -55,7 +56,7 @@ int shim_split_create(struct shim_qp *q)
 	if (!sp->ch)
 		goto out_err;
 	fcntl(sp->ch->fd, F_SETFL, fcntl(sp->ch->fd, F_GETFL) | O_NONBLOCK);
-	sp->cq = ibv_create_cq(ctx, 4 * SPLIT_WINDOW, q, sp->ch, 0);
+	sp->cq = ibv_create_cq(ctx, SPLIT_WINDOW + SPLITMSG_MAX_SEG + 2 * SPLITMSG_SLOTS, q, sp->ch, 0);
 	if (!sp->cq)
 		goto out_err;
 	if (ibv_req_notify_cq(sp->cq, 0))
@@ -65,6 +66,21 @@ int shim_split_create(struct shim_qp *q)
 	sp->qp = ibv_create_qp(q->qp->pd, &a);
 	if (!sp->qp)
 		goto out_err;
+	{
+		struct ibv_device_attr da;
+
+		if (ibv_query_device(ctx, &da))
+			da.max_qp_rd_atom = da.max_qp_init_rd_atom = 1;
+		sp->rd_atom = (uint8_t)(da.max_qp_rd_atom < SPLIT_WINDOW ? da.max_qp_rd_atom
+									 : SPLIT_WINDOW);
+		sp->init_rd_atom = (uint8_t)(da.max_qp_init_rd_atom < SPLIT_WINDOW
+						     ? da.max_qp_init_rd_atom : SPLIT_WINDOW);
+	}
+	rc = splitmsg_setup(q);
+	if (rc) {
+		errno = -rc;
+		goto out_err;
+	}
 	shim_busy = saved;
 	sp->peer_split_qpn = -1;
 	atomic_store(&sp->state, SPLIT_CREATED);
@@ -95,37 +111,36 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 	m.qp_state = attr->qp_state;
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
-		want = mask & (IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		/* the peer's split QP writes the chunks of SENDs into the
+		 * regions our shim registers for them (splitmsg.h) */
+		want = (mask & (IBV_QP_PKEY_INDEX | IBV_QP_PORT)) | IBV_QP_ACCESS_FLAGS;
 		m.pkey_index = attr->pkey_index;
 		m.port_num = attr->port_num;
-		m.qp_access_flags = attr->qp_access_flags;
+		m.qp_access_flags = ((mask & IBV_QP_ACCESS_FLAGS) ? attr->qp_access_flags : 0) |
+				    IBV_ACCESS_REMOTE_WRITE;
 		break;
 	case IBV_QPS_RTR:
 		if (peer_split < 0) {
 			atomic_store(&sp->state, SPLIT_PACE_ONLY);
 			return;
 		}
-		want = (mask & (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER)) | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		/* each side reads at most SPLIT_WINDOW chunks at a time and
+		 * accepts as many (within what the device can do) */
+		want = (mask & (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MIN_RNR_TIMER)) |
+		       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC;
 		m.ah_attr = attr->ah_attr;
 		m.path_mtu = attr->path_mtu;
-		m.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+		m.max_dest_rd_atomic = sp->rd_atom;
 		m.min_rnr_timer = attr->min_rnr_timer;
 		m.dest_qp_num = (uint32_t)peer_split;
 		m.rq_psn = 0; /* both shims start their split QPs at PSN 0 */
 		sp->peer_split_qpn = peer_split;
 		break;
 	case IBV_QPS_RTS:
-		if (sp->peer_split_qpn < 0)
-			return;
-		want = (mask & (IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				IBV_QP_MAX_QP_RD_ATOMIC)) | IBV_QP_SQ_PSN;
-		m.timeout = attr->timeout;
-		m.retry_cnt = attr->retry_cnt;
-		m.rnr_retry = attr->rnr_retry;
-		m.max_rd_atomic = attr->max_rd_atomic;
-		m.sq_psn = 0;
-		break;
+		/* the split QP went to RTS with RTR (below) */
+		if (sp->peer_split_qpn >= 0 && atomic_load(&sp->state) == SPLIT_CREATED)
+			atomic_store(&sp->state, SPLIT_READY);
+		return;
 	case IBV_QPS_RESET:
 	case IBV_QPS_ERR:
 		atomic_store(&sp->state, SPLIT_CREATED);
@@ -143,8 +158,34 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		atomic_store(&sp->state, SPLIT_PACE_ONLY);
 		return;
 	}
-	if (attr->qp_state == IBV_QPS_RTS)
-		atomic_store(&sp->state, SPLIT_READY);
+	if (attr->qp_state == IBV_QPS_RTR) {
+		/* straight on to RTS: a receive-only application QP stays in
+		 * RTR, but its shim must still answer the peer (splitmsg.h) */
+		memset(&m, 0, sizeof(m));
+		m.qp_state = IBV_QPS_RTS;
+		m.timeout = 14;    /* 67 ms */
+		m.retry_cnt = 7;
+		m.rnr_retry = 7;   /* control slots are always posted: never used */
+		m.max_rd_atomic = sp->init_rd_atom;
+		m.sq_psn = 0;
+		shim_busy = 1;
+		rc = ibv_modify_qp(sp->qp, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+						       IBV_QP_SQ_PSN);
+		shim_busy = saved;
+		if (rc) {
+			shim_log("QP %u: split QP %u refused RTS (%d): messages go whole",
+				 q->qp->qp_num, sp->qp->qp_num, rc);
+			atomic_store(&sp->state, SPLIT_PACE_ONLY);
+			return;
+		}
+	}
+	pthread_mutex_lock(&q->lock);
+	if (attr->qp_state == IBV_QPS_INIT)
+		splitmsg_post_slots(q);
+	else if (attr->qp_state == IBV_QPS_RESET || attr->qp_state == IBV_QPS_ERR)
+		splitmsg_reset(q);
+	pthread_mutex_unlock(&q->lock);
 }
 
 void shim_split_destroy(struct shim_qp *q)
@@ -170,6 +211,9 @@ void shim_split_destroy(struct shim_qp *q)
 	shim_busy = 1;
 	if (qp)
 		ibv_destroy_qp(qp);
+	pthread_mutex_lock(&q->lock);
+	splitmsg_teardown(q); /* its memory regions, once no QP uses them */
+	pthread_mutex_unlock(&q->lock);
 	if (cq)
 		ibv_destroy_cq(cq);
 	if (ch)

@@ -16,6 +16,8 @@
 #include <infiniband/verbs.h>
 #include <stdint.h>
 
+#include "splitmsg.h"
+
 #define SPLIT_MAX_SGE 8    /* messages with more SGEs are not split */
 #define SPLIT_WINDOW 4     /* split chunks in flight per QP */
 
@@ -32,6 +34,8 @@ struct shim_split {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	int peer_split_qpn;    /* -1 until known */
+	uint8_t rd_atom, init_rd_atom; /* READ chunks in flight: as responder, requester */
+	struct splitmsg_state msg; /* SEND / WRITE_WITH_IMM (splitmsg.c) */
 };
 
 struct shim_qp;

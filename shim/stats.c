@@ -99,8 +99,10 @@ void stats_account_wc(struct stats_qp *st, const struct ibv_wc *wc)
 {
 	if (wc->status != IBV_WC_SUCCESS)
 		atomic_fetch_add_explicit(&st->cqe_error, 1, RELAXED);
-	else if (wc->opcode & IBV_WC_RECV)
+	else if (wc->opcode & IBV_WC_RECV) {
 		atomic_fetch_add_explicit(&st->cqe_recv, 1, RELAXED);
+		atomic_fetch_add_explicit(&st->cqe_recv_bytes, wc->byte_len, RELAXED);
+	}
 	else
 		atomic_fetch_add_explicit(&st->cqe_send, 1, RELAXED);
 }
@@ -162,7 +164,10 @@ void stats_snapshot_take(struct stats_snapshot *s, const struct stats_qp *st)
 	s->recv_bytes = LOAD(st->recv.bytes);
 	s->cqe_send = LOAD(st->cqe_send);
 	s->cqe_recv = LOAD(st->cqe_recv);
+	s->cqe_recv_bytes = LOAD(st->cqe_recv_bytes);
 	s->cqe_error = LOAD(st->cqe_error);
+	for (int i = 0; i < 4; i++)
+		s->split[i] = LOAD(st->split[i]);
 }
 
 void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot *s)
@@ -179,7 +184,10 @@ void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot 
 	sum->recv_bytes += s->recv_bytes;
 	sum->cqe_send += s->cqe_send;
 	sum->cqe_recv += s->cqe_recv;
+	sum->cqe_recv_bytes += s->cqe_recv_bytes;
 	sum->cqe_error += s->cqe_error;
+	for (int i = 0; i < 4; i++)
+		sum->split[i] += s->split[i];
 }
 
 static const char *qp_type_name(enum ibv_qp_type t)
@@ -236,10 +244,14 @@ static void put_counters(FILE *f, const struct stats_snapshot *s)
 		first = 0;
 	}
 	fprintf(f, "}},\"recv\":{\"wrs\":%llu,\"bytes\":%llu},"
-		"\"cqe\":{\"send\":%llu,\"recv\":%llu,\"error\":%llu}",
+		"\"cqe\":{\"send\":%llu,\"recv\":%llu,\"recv_bytes\":%llu,\"error\":%llu},"
+		"\"split\":{\"one_sided\":%llu,\"send\":%llu,\"write_imm\":%llu,\"whole\":%llu}",
 		(unsigned long long)s->recv_wrs, (unsigned long long)s->recv_bytes,
 		(unsigned long long)s->cqe_send, (unsigned long long)s->cqe_recv,
-		(unsigned long long)s->cqe_error);
+		(unsigned long long)s->cqe_recv_bytes,
+		(unsigned long long)s->cqe_error, (unsigned long long)s->split[0],
+		(unsigned long long)s->split[1], (unsigned long long)s->split[2],
+		(unsigned long long)s->split[3]);
 }
 
 int stats_write_json(FILE *f, int pid, const char *comm,

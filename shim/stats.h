@@ -41,8 +41,15 @@ struct stats_qp {
 	struct stats_counter recv;
 	atomic_uint_fast64_t cqe_send;
 	atomic_uint_fast64_t cqe_recv;
+	atomic_uint_fast64_t cqe_recv_bytes; /* their byte_len, as the app saw it */
 	atomic_uint_fast64_t cqe_error;
+	/* messages split: one-sided, SEND, WRITE_WITH_IMM; two-sided ones
+	 * that went whole after all (indexes: enum stats_split) */
+	atomic_uint_fast64_t split[4];
 };
+
+enum stats_split { STATS_SPLIT_ONE_SIDED, STATS_SPLIT_SEND, STATS_SPLIT_WRITE_IMM,
+		   STATS_SPLIT_WHOLE };
 
 /* WRs of one ibv_wr_start .. ibv_wr_complete batch, not yet posted.  The
  * verbs API requires the application to serialise a batch per QP, so this
@@ -66,7 +73,8 @@ struct stats_snapshot {
 	} op[STATS_OP_MAX];
 	uint64_t post_calls, classic_wrs, wr_api_wrs, failed_posts;
 	uint64_t recv_wrs, recv_bytes;
-	uint64_t cqe_send, cqe_recv, cqe_error;
+	uint64_t cqe_send, cqe_recv, cqe_recv_bytes, cqe_error;
+	uint64_t split[4];
 };
 
 enum stats_op stats_op_from_wr(enum ibv_wr_opcode opcode);
