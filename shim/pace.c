@@ -333,16 +333,18 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
 		if (!rc)
 			p->inflight++;
 	} else {
+		/* known before it can complete: the app may be polling */
+		splitmsg_tx_final(q, p->wr.wr_id, wc_opcode(p->wr.opcode), (uint32_t)len,
+				  p->cost_bytes);
 		rc = q->sctx->post_send(q->qp, &w, &bad);
 		if (!rc) {
 			/* the application posted one WR of the whole length */
 			uint64_t bytes, cnt = stats_account_send(&q->st, &p->wr, NULL, 0, &bytes);
 
 			atomic_fetch_add_explicit(&q->st.split[p->kind], 1, memory_order_relaxed);
-			splitmsg_tx_final(q, p->wr.wr_id, wc_opcode(p->wr.opcode), (uint32_t)len,
-					  p->cost_bytes);
-
 			shim_ops_publish(q, cnt, bytes);
+		} else {
+			splitmsg_tx_unfinal(q);
 		}
 	}
 out:

@@ -342,6 +342,23 @@ void splitmsg_tx_final(struct shim_qp *q, uint64_t wr_id, int wc_opcode, uint32_
 	atomic_fetch_add_explicit(&m->fin_len, 1, memory_order_relaxed);
 }
 
+void splitmsg_tx_unfinal(struct shim_qp *q)
+{
+	struct splitmsg_state *m = &q->split.msg;
+	struct splitmsg_fin **pp = &m->fin_head, *prev = NULL;
+
+	if (!*pp)
+		return;
+	while ((*pp)->next) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	free(*pp);
+	*pp = NULL;
+	m->fin_tail = prev;
+	atomic_fetch_sub_explicit(&m->fin_len, 1, memory_order_relaxed);
+}
+
 /* Send completions come in posting order: the first final that matches
  * (wr_id, opcode, the chunk's length) is this one, and finals ahead of it
  * were unsignaled (they completed silently). */

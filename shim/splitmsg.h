@@ -126,6 +126,8 @@ void splitmsg_make_whole(struct shim_qp *q, struct pend_wr *p);
 /* Sender: the final chunk of a split message was posted on the app's QP. */
 void splitmsg_tx_final(struct shim_qp *q, uint64_t wr_id, int wc_opcode, uint32_t piece,
 		       uint64_t full_len);
+/* Sender: that post failed after all: forget it. */
+void splitmsg_tx_unfinal(struct shim_qp *q);
 /* Sender: a successful send completion of @q's QP, polled by the
  * application: a split message's shows its full length (q->lock held). */
 void splitmsg_tx_done(struct shim_qp *q, struct ibv_wc *wc);
