@@ -422,6 +422,8 @@ static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 	json_object_set_new(r, "slot", json_integer(f->gslot));
 	json_object_set_new(r, "app_slot", json_integer(f->cslot));
 	json_object_set_new(r, "class", json_string(config_class_name(f->cls)));
+	json_object_set_new(r, "class_source",
+			    json_string(flows_class_source(&cl->ctl->d->flows, f)));
 	json_object_set_new(r, "warning", f->warning[0] ? json_string(f->warning) : json_null());
 	return r;
 }

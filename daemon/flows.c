@@ -84,6 +84,14 @@ static void derive_policy(const struct flows *fl, struct flow *f)
 		f->weight = r ? r->weight : 1;
 }
 
+const char *flows_class_source(const struct flows *fl, const struct flow *f)
+{
+	const struct config_app_rule *r = app_rule(fl->cfg, f->proc->comm);
+
+	return f->class_from_app ? "app" : r && r->has_class ? "rule"
+		: f->class_hint >= 0 ? "hint" : "default";
+}
+
 /* Bandwidth flows are split at the small chunk while a latency flow is
  * registered (so a small message waits behind one chunk at most), at the
  * large one otherwise (paper §5.2); rates are the controller's. */

@@ -105,6 +105,8 @@ void flows_unregister(struct flows *fl, struct flow *f);
 void flows_publish(struct flows *fl, struct flow *f);
 /* Re-publish every slot (the chunk size follows the latency flows). */
 void flows_publish_all(struct flows *fl);
+/* Who decided @f's class: "app", "rule", "hint" or "default". */
+const char *flows_class_source(const struct flows *fl, const struct flow *f);
 /* flows_publish() when the caller knows how many latency flows there are
  * (the controller republishes many slots per period). */
 void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency);

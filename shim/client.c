@@ -8,6 +8,7 @@
  * (1 s, doubling up to 30 s) before it tries again, and on reconnecting it
  * registers every live QP anew. */
 #include "client.h"
+#include "classify.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -57,8 +58,10 @@ void shim_client_init(void)
 {
 	const char *c = secure_getenv("JUSTITIA_CLASS");
 
-	if (!c || !*c || !strcmp(c, "auto"))
+	if (!c || !*c)
 		cl.cls_hint = NULL;
+	else if (!strcmp(c, "auto"))
+		shim_classify_auto = 1;
 	else if (!strcmp(c, "lat") || !strcmp(c, "latency"))
 		cl.cls_hint = "latency";
 	else if (!strcmp(c, "tput") || !strcmp(c, "throughput"))
@@ -249,6 +252,13 @@ static int register_locked(struct shim_qp *q)
 	cslot = json_integer_value(json_object_get(r, "app_slot"));
 	gslot = json_integer_value(json_object_get(r, "slot"));
 	cls = class_from_name(json_string_value(json_object_get(r, "class")));
+	{
+		const char *src = json_string_value(json_object_get(r, "class_source"));
+
+		/* nobody decided: JUSTITIA_CLASS=auto watches what it posts */
+		atomic_store(&q->classify.on, shim_classify_auto && !q->cls_from_api && src &&
+						      !strcmp(src, "default"));
+	}
 	warn = json_string_value(json_object_get(r, "warning"));
 	snprintf(q->warning, sizeof(q->warning), "%s", warn ? warn : "");
 	if (warn)
@@ -329,10 +339,16 @@ void shim_client_poll(void)
 
 int shim_client_set_class(struct shim_qp *q, int cls)
 {
+	q->cls_from_api = 1;
+	atomic_store(&q->classify.on, 0);
+	return shim_client_report_class(q, cls);
+}
+
+int shim_client_report_class(struct shim_qp *q, int cls)
+{
 	json_t *r;
 
 	atomic_store(&q->cls, cls);
-	q->cls_from_api = 1;
 	pthread_mutex_lock(&cl.lock);
 	if (q->flow_id && cl.fd >= 0 && cl.pid == getpid()) {
 		r = call(json_pack("{s:i, s:s, s:I, s:s}", "v", PROTO_VERSION, "cmd", "update_qp",

@@ -59,6 +59,12 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 		rc = q->sctx->post_send(qp, wr, bad);
 		n = stats_account_send(&q->st, wr, rc ? *bad : NULL, rc, &bytes);
 		shim_ops_publish(q, n, bytes);
+		/* JUSTITIA_CLASS=auto: a sample (never wait for the lock) */
+		if (atomic_load_explicit(&q->classify.on, memory_order_relaxed) &&
+		    !pthread_mutex_trylock(&q->lock)) {
+			shim_classify_post(q, wr, rc ? *bad : NULL);
+			pthread_mutex_unlock(&q->lock);
+		}
 		return rc;
 	}
 	c = shim_ctx_find(qp->context);
@@ -172,8 +178,12 @@ static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 		return NULL;
 	}
 	qp = c->create_qp_ex(ctx, attr);
-	if (qp && !shim_busy)
-		shim_ops_track_qp(qp, "ibv_create_qp_ex", attr->cap.max_send_wr);
+	if (qp && !shim_busy) {
+		struct shim_qp *q = shim_ops_track_qp(qp, "ibv_create_qp_ex", attr->cap.max_send_wr);
+
+		if (q)
+			q->classify.sq_sig_all = attr->sq_sig_all;
+	}
 	return qp;
 }
 

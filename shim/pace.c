@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bucket.h"
+#include "classify.h"
 #include "client.h"
 #include "inject.h"
 #include "log.h"
@@ -521,11 +522,12 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
 	size_t cap = q->max_send_wr ? q->max_send_wr : BACKLOG_MAX;
 	uint64_t now = pace_now();
+	struct ibv_send_wr *first;
 	int rc = 0;
 
 	*bad = NULL;
 	pthread_mutex_lock(&q->lock);
-	for (; wr; wr = wr->next) {
+	for (first = wr; wr; wr = wr->next) {
 		struct pend_wr *p;
 
 		int kind = SPLITMSG_ONE_SIDED;
@@ -575,6 +577,8 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		q->bl_len++;
 		busy_add(q);
 	}
+	if (atomic_load_explicit(&q->classify.on, memory_order_relaxed))
+		shim_classify_post(q, first, *bad);
 	/* post at once what is due now (the first chunks of a split message);
 	 * the rest follows from the progress thread or the app's polling */
 	if (q->bl_head)
@@ -631,10 +635,31 @@ void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
 
 /* ------------------------------------------------------------ progress thread */
 
+/* QPs with a class verdict to report (classify.c): reported after the
+ * registry walk, as reporting takes the client's lock (lock order). */
+static struct {
+	struct shim_qp *q[16];
+	unsigned gen[16];
+	size_t n;
+} verdicts;
+
 static int reevaluate(struct shim_qp *q)
 {
+	if (atomic_load_explicit(&q->classify.verdict, memory_order_acquire) >= 0 &&
+	    verdicts.n < 16) {
+		verdicts.q[verdicts.n] = q;
+		verdicts.gen[verdicts.n++] = atomic_load(&q->gen);
+	}
 	shim_pace_update(q);
 	return 0;
+}
+
+static void report_verdicts(void)
+{
+	for (size_t i = 0; i < verdicts.n; i++)
+		if (atomic_load(&verdicts.q[i]->gen) == verdicts.gen[i])
+			shim_classify_tick(verdicts.q[i]);
+	verdicts.n = 0;
 }
 
 static void arm(uint64_t at)
@@ -671,6 +696,7 @@ static void *progress_main(void *arg)
 		if (now >= next_tick) {
 			shim_client_poll();
 			shim_registry_foreach(reevaluate);
+			report_verdicts();
 			next_tick = now + TICK_NS;
 		}
 		next = next_tick;
@@ -751,7 +777,8 @@ void shim_pace_update(struct shim_qp *q)
 	 * SENDs it posts (splitmsg.c) */
 	atomic_store_explicit(&q->fast,
 			      atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
-				      !shim_count_all && !q->split.qp,
+				      !shim_count_all && !q->split.qp &&
+				      !atomic_load_explicit(&q->classify.on, memory_order_relaxed),
 			      memory_order_relaxed);
 
 	if (want && progress_start())

@@ -154,7 +154,10 @@ struct ibv_qp *jst_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp = real.create_qp(pd, attr);
 	if (qp && !shim_busy) {
 		atomic_store(&used_verbs, true);
-		shim_ops_track_qp(qp, "ibv_create_qp", attr->cap.max_send_wr);
+		struct shim_qp *q = shim_ops_track_qp(qp, "ibv_create_qp", attr->cap.max_send_wr);
+
+		if (q)
+			q->classify.sq_sig_all = attr->sq_sig_all;
 	}
 	return qp;
 }

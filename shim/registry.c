@@ -228,6 +228,8 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 	q->busy_next = NULL;
 	memset(&q->split, 0, sizeof(q->split));
 	q->split.peer_split_qpn = -1;
+	memset(&q->classify, 0, sizeof(q->classify));
+	atomic_store(&q->classify.verdict, -1);
 	q->free_next = NULL;
 	if (!needs_link) {
 		atomic_fetch_add_explicit(&q->gen, 1, memory_order_release);

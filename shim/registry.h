@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "shm_abi.h"
+#include "classify.h"
 #include "split.h"
 #include "stats.h"
 
@@ -82,6 +83,7 @@ struct shim_qp {
 	size_t bl_len;
 	int busy;                             /* on the progress thread's list */
 	struct shim_split split;              /* split.c */
+	struct classify_state classify;       /* classify.c */
 	struct shim_qp *busy_next;
 	struct shim_qp *free_next;
 };

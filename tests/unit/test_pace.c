@@ -20,6 +20,7 @@
 #include "../../shim/inject.c"
 #include "../../shim/split.c"
 #include "../../shim/splitmsg.c"
+#include "../../shim/classify.c"
 #include "../../common/proto.c"
 
 #define MAXW 256

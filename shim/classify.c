@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/* JUSTITIA_CLASS=auto (see classify.h). */
+#include "classify.h"
+
+#include "client.h"
+#include "log.h"
+#include "pace.h"
+#include "shim.h"
+
+int shim_classify_auto;
+
+static int decide(const struct classify_state *c)
+{
+	if (c->wrs && c->bytes / c->wrs >= CLASSIFY_BW_BYTES)
+		return JST_CLASS_BANDWIDTH;
+	if (2 * c->busy >= c->calls)
+		return JST_CLASS_THROUGHPUT;
+	return JST_CLASS_LATENCY;
+}
+
+/* Called with q->lock held. */
+void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
+			const struct ibv_send_wr *bad)
+{
+	struct classify_state *c = &q->classify;
+	uint64_t cqes = atomic_load_explicit(&q->st.cqe_send, memory_order_relaxed) +
+			atomic_load_explicit(&q->st.cqe_error, memory_order_relaxed);
+	uint32_t n = 0;
+	int cls;
+
+	/* completions polled since: the signaled WRs they belong to are done,
+	 * and so is everything posted before them */
+	for (; c->cqes_seen < cqes && c->ring_len; c->cqes_seen++, c->ring_len--) {
+		c->done_upto = c->ring[c->ring_head];
+		c->ring_head = (c->ring_head + 1) % CLASSIFY_RING;
+	}
+	c->cqes_seen = cqes;
+	/* work in flight when the application posts again */
+	if (c->posted > c->done_upto || (wr && wr->next && wr->next != bad))
+		c->busy++;
+	for (; wr && wr != bad; wr = wr->next) {
+		for (int i = 0; i < wr->num_sge; i++)
+			c->bytes += wr->sg_list[i].length;
+		c->posted++;
+		if (c->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)) {
+			if (c->ring_len == CLASSIFY_RING) /* deep: forget the oldest */
+				c->ring_head = (c->ring_head + 1) % CLASSIFY_RING;
+			else
+				c->ring_len++;
+			c->ring[(c->ring_head + c->ring_len - 1) % CLASSIFY_RING] = c->posted;
+		}
+		n++;
+	}
+	if (!n)
+		return;
+	c->wrs += n;
+	if (++c->calls < CLASSIFY_WINDOW)
+		return;
+	cls = decide(c);
+	c->calls = c->wrs = c->busy = 0;
+	c->bytes = 0;
+	if (cls == atomic_load_explicit(&q->cls, memory_order_relaxed)) {
+		c->streak = 0;
+		return;
+	}
+	c->streak = cls == c->candidate ? c->streak + 1 : 1;
+	c->candidate = cls;
+	if (c->streak >= CLASSIFY_STREAK) {
+		c->streak = 0;
+		atomic_store_explicit(&c->verdict, cls, memory_order_release);
+	}
+}
+
+void shim_classify_tick(struct shim_qp *q)
+{
+	int cls = atomic_exchange_explicit(&q->classify.verdict, -1, memory_order_acq_rel);
+	static const char *const names[] = { "latency", "throughput", "bandwidth" };
+
+	if (cls < 0 || !atomic_load(&q->classify.on))
+		return;
+	shim_log("QP %u: posts like a %s flow: reclassified", q->qp->qp_num, names[cls]);
+	shim_client_report_class(q, cls);
+}

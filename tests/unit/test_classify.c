@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of shim/classify.c: what JUSTITIA_CLASS=auto makes of
+ * perftest-like posting patterns. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "../../shim/classify.c"
+#include "../../shim/log.c"
+
+static int reported = -1;
+
+int shim_client_report_class(struct shim_qp *q, int cls)
+{
+	atomic_store(&q->cls, cls);
+	reported = cls;
+	return 0;
+}
+
+static struct shim_qp *new_qp(void)
+{
+	static struct ibv_qp qp = { .qp_num = 17 };
+	struct shim_qp *q = calloc(1, sizeof(*q));
+
+	assert_non_null(q);
+	q->qp = &qp;
+	atomic_store(&q->cls, JST_CLASS_BANDWIDTH);
+	atomic_store(&q->classify.on, 1);
+	atomic_store(&q->classify.verdict, -1);
+	reported = -1;
+	return q;
+}
+
+/* @calls post calls of @per_call WRs of @size bytes, signaled; @wait: the
+ * application polls every completion before posting again */
+static void post(struct shim_qp *q, int calls, int per_call, uint32_t size, int wait)
+{
+	struct ibv_sge sg = { .length = size };
+	struct ibv_send_wr w[8];
+
+	for (int i = 0; i < per_call; i++)
+		w[i] = (struct ibv_send_wr){ .next = i + 1 < per_call ? &w[i + 1] : NULL,
+					     .sg_list = &sg, .num_sge = 1,
+					     .send_flags = IBV_SEND_SIGNALED };
+	for (int c = 0; c < calls; c++) {
+		shim_classify_post(q, w, NULL);
+		if (wait)
+			atomic_fetch_add(&q->st.cqe_send, (uint64_t)per_call);
+	}
+	shim_classify_tick(q);
+}
+
+static void ping_pong_is_latency(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	post(q, CLASSIFY_WINDOW, 1, 2, 1);
+	assert_int_equal(reported, -1); /* one window is not enough */
+	post(q, CLASSIFY_WINDOW, 1, 2, 1);
+	assert_int_equal(reported, JST_CLASS_LATENCY);
+	free(q);
+}
+
+static void pipelined_small_is_throughput(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	post(q, 2 * CLASSIFY_WINDOW, 1, 64, 0); /* ib_write_bw -s 64: tx_depth in flight */
+	assert_int_equal(reported, JST_CLASS_THROUGHPUT);
+	free(q);
+}
+
+/* ib_write_bw's CQ moderation: every 100th WR signaled, up to 128 in
+ * flight; the application polls when it must */
+static void moderated_pipeline_is_throughput(void **state)
+{
+	struct shim_qp *q = new_qp();
+	struct ibv_sge sg = { .length = 64 };
+	struct ibv_send_wr w = { .sg_list = &sg, .num_sge = 1 };
+
+	for (int i = 1; i <= 2 * CLASSIFY_WINDOW; i++) {
+		w.send_flags = i % 100 ? 0 : IBV_SEND_SIGNALED;
+		shim_classify_post(q, &w, NULL);
+		if (i % 100 == 28) /* the completion of WR i - 28 */
+			atomic_fetch_add(&q->st.cqe_send, 1);
+	}
+	shim_classify_tick(q);
+	assert_int_equal(reported, JST_CLASS_THROUGHPUT);
+	free(q);
+}
+
+static void post_lists_are_throughput(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	post(q, 2 * CLASSIFY_WINDOW, 4, 512, 1);
+	assert_int_equal(reported, JST_CLASS_THROUGHPUT);
+	free(q);
+}
+
+static void large_messages_are_bandwidth(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	atomic_store(&q->cls, JST_CLASS_LATENCY);
+	post(q, 2 * CLASSIFY_WINDOW, 1, 1 << 20, 1);
+	assert_int_equal(reported, JST_CLASS_BANDWIDTH);
+	free(q);
+}
+
+static void same_class_reports_nothing(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	post(q, 4 * CLASSIFY_WINDOW, 1, 65536, 0);
+	assert_int_equal(reported, -1);
+	free(q);
+}
+
+static void flapping_needs_a_streak(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	/* one window small, one large, ...: never two small ones in a row */
+	for (int i = 0; i < 4; i++) {
+		post(q, CLASSIFY_WINDOW, 1, 2, 1);
+		post(q, CLASSIFY_WINDOW, 1, 1 << 20, 1);
+	}
+	assert_int_equal(reported, -1);
+	free(q);
+}
+
+static void off_reports_nothing(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	post(q, CLASSIFY_WINDOW, 1, 2, 1);
+	atomic_store(&q->classify.on, 0); /* justitia_set_qp_class() came */
+	post(q, CLASSIFY_WINDOW, 1, 2, 1);
+	assert_int_equal(reported, -1);
+	free(q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ping_pong_is_latency),
+		cmocka_unit_test(pipelined_small_is_throughput),
+		cmocka_unit_test(moderated_pipeline_is_throughput),
+		cmocka_unit_test(post_lists_are_throughput),
+		cmocka_unit_test(large_messages_are_bandwidth),
+		cmocka_unit_test(same_class_reports_nothing),
+		cmocka_unit_test(flapping_needs_a_streak),
+		cmocka_unit_test(off_reports_nothing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
