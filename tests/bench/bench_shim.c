@@ -16,16 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "../../shim/log.c"
-#include "../../shim/stats.c"
-#include "../../shim/registry.c"
-#include "../../shim/ops.c"
-#include "../../shim/qpex.c"
-#include "../../shim/client.c"
-#include "../../shim/pace.c"
-#include "../../shim/inject.c"
-#include "../../shim/split.c"
-#include "../../common/proto.c"
+#include "../shim-all.h"
 
 static unsigned long sink;
 

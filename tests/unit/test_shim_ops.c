@@ -9,18 +9,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
-#include "../../shim/log.c"
-#include "../../shim/stats.c"
-#include "../../shim/registry.c"
-#include "../../shim/ops.c"
-#include "../../shim/qpex.c"
-#include "../../shim/client.c"
-#include "../../shim/pace.c"
-#include "../../shim/inject.c"
-#include "../../shim/split.c"
-#include "../../shim/splitmsg.c"
-#include "../../shim/classify.c"
-#include "../../common/proto.c"
+#include "../shim-all.h"
 
 /* ------------------------------------------------------------ fake provider */
 static struct {
