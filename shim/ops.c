@@ -146,8 +146,14 @@ static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 		return NULL;
 	}
 	qp = c->create_qp_ex(ctx, attr);
-	if (qp && !shim_busy)
-		shim_ops_track_qp(qp, "ibv_create_qp_ex", attr->cap.max_send_wr);
+	if (qp && !shim_busy) {
+		struct shim_qp *q = shim_ops_track_qp(qp, "ibv_create_qp_ex", attr->cap.max_send_wr);
+
+		/* its ibv_wr_* batches may be buffered if the shim knows every
+		 * operation the QP was created for (qpex.c) */
+		if (q)
+			wrbuf_allow(&q->wrb, attr);
+	}
 	return qp;
 }
 

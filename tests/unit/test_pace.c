@@ -19,6 +19,7 @@
 #include "../../shim/pace.c"
 #include "../../shim/inject.c"
 #include "../../shim/split.c"
+#include "../../shim/wrbuf.c"
 #include "../../common/proto.c"
 
 #define MAXW 256

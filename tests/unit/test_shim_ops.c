@@ -18,6 +18,7 @@
 #include "../../shim/pace.c"
 #include "../../shim/inject.c"
 #include "../../shim/split.c"
+#include "../../shim/wrbuf.c"
 #include "../../common/proto.c"
 
 /* ------------------------------------------------------------ fake provider */
