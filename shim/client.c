@@ -471,8 +471,15 @@ out:
 
 void shim_client_qp_destroyed(struct shim_qp *q)
 {
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
 	json_t *r;
 
+	if (st && q->flow_id)
+		shim_log("QP %u: flow %u done: %llu WRs, %llu bytes, %llu split chunks",
+			 atomic_load(&q->qpn), q->flow_id,
+			 (unsigned long long)atomic_load_explicit(&st->ops, memory_order_relaxed),
+			 (unsigned long long)atomic_load_explicit(&st->bytes, memory_order_relaxed),
+			 (unsigned long long)atomic_load_explicit(&st->chunks, memory_order_relaxed));
 	atomic_store_explicit(&q->shm_stats, NULL, memory_order_release);
 	pthread_mutex_lock(&cl.lock);
 	if (q->flow_id && cl.fd >= 0 && cl.pid == getpid()) {

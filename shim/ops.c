@@ -183,6 +183,10 @@ static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 
 		if (q)
 			q->classify.sq_sig_all = attr->sq_sig_all;
+		/* its ibv_wr_* batches may be buffered if the shim knows every
+		 * operation the QP was created for (qpex.c) */
+		if (q)
+			wrbuf_allow(&q->wrb, attr);
 	}
 	return qp;
 }

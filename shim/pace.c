@@ -52,6 +52,15 @@ static uint64_t pace_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static size_t wr_count(const struct ibv_send_wr *wr)
+{
+	size_t n = 0;
+
+	for (; wr; wr = wr->next)
+		n++;
+	return n;
+}
+
 static uint64_t wr_bytes(const struct ibv_send_wr *wr)
 {
 	uint64_t b = 0;
@@ -182,6 +191,7 @@ static struct pend_wr *pend_copy(const struct ibv_send_wr *wr)
 	p->nseg = 0;
 	p->seq = 0;
 	p->deadline_ns = 0;
+	p->wr_api = 0;
 	p->wr = *wr;
 	p->wr.next = NULL;
 	p->wr.sg_list = p->sge;
@@ -214,14 +224,17 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 }
 
 /* Post one WR for the application (counts it like the direct path). */
-static int post_one(struct shim_qp *q, struct ibv_send_wr *wr)
+static int post_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api)
 {
 	struct ibv_send_wr *bad = NULL;
-	uint64_t bytes, n;
+	uint64_t bytes = 0, n = 0;
 	int rc;
 
 	rc = q->sctx->post_send(q->qp, wr, &bad);
-	n = stats_account_send(&q->st, wr, rc ? bad : NULL, rc, &bytes);
+	if (!wr_api)
+		n = stats_account_send(&q->st, wr, rc ? bad : NULL, rc, &bytes);
+	else if (!rc)
+		n = stats_account_wr_api(&q->st, wr, NULL, &bytes);
 	shim_ops_publish(q, n, bytes);
 	return rc;
 }
@@ -340,7 +353,8 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
 		rc = q->sctx->post_send(q->qp, &w, &bad);
 		if (!rc) {
 			/* the application posted one WR of the whole length */
-			uint64_t bytes, cnt = stats_account_send(&q->st, &p->wr, NULL, 0, &bytes);
+			uint64_t bytes, cnt = p->wr_api ? stats_account_wr_api(&q->st, &p->wr, NULL, &bytes)
+						      : stats_account_send(&q->st, &p->wr, NULL, 0, &bytes);
 
 			atomic_fetch_add_explicit(&q->st.split[p->kind], 1, memory_order_relaxed);
 			shim_ops_publish(q, cnt, bytes);
@@ -442,7 +456,7 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 			if (wait)
 				return now + wait;
 		}
-		rc = p->chunk ? post_chunk(q, p, final_chunk(p)) : post_one(q, &p->wr);
+		rc = p->chunk ? post_chunk(q, p, final_chunk(p)) : post_one(q, &p->wr, p->wr_api);
 		if (rc) {
 			fail_backlog(q, rc);
 			break;
@@ -514,8 +528,8 @@ static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 
 /* ------------------------------------------------------------ post path */
 
-int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
-		   struct ibv_send_wr **bad)
+static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
+		     int wr_api)
 {
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
@@ -527,7 +541,14 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 
 	*bad = NULL;
 	pthread_mutex_lock(&q->lock);
-	for (first = wr; wr; wr = wr->next) {
+	first = wr;
+	if (wr_api && q->bl_len + wr_count(wr) > cap) {
+		/* an ibv_wr_* batch is all or nothing */
+		rc = ENOMEM;
+		*bad = wr;
+		wr = NULL;
+	}
+	for (; wr; wr = wr->next) {
 		struct pend_wr *p;
 
 		int kind = SPLITMSG_ONE_SIDED;
@@ -542,7 +563,7 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 			struct ibv_send_wr one = *wr;
 
 			one.next = NULL;
-			rc = post_one(q, &one);
+			rc = post_one(q, &one, wr_api);
 			if (rc) {
 				*bad = wr;
 				break;
@@ -563,6 +584,7 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 			*bad = wr;
 			break;
 		}
+		p->wr_api = wr_api;
 		if (chunk) {
 			p->chunk = chunk;
 			p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
@@ -583,6 +605,43 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 	 * the rest follows from the progress thread or the app's polling */
 	if (q->bl_head)
 		drain_locked(q, now);
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
+		   struct ibv_send_wr **bad)
+{
+	return pace_post(q, wr, bad, 0);
+}
+
+int shim_pace_post_wr_api(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	return pace_post(q, wr, bad, 1);
+}
+
+int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg)
+{
+	uint64_t nap = 20000;
+	int rc;
+
+	pthread_mutex_lock(&q->lock);
+	while (q->bl_head) {
+		uint64_t now = pace_now(), due;
+		struct timespec ts = { 0, 0 };
+
+		reap_split_locked(q);
+		due = drain_locked(q, now);
+		if (!q->bl_head)
+			break;
+		pthread_mutex_unlock(&q->lock);
+		ts.tv_nsec = (long)(due > now && due - now < nap ? due - now : nap);
+		nanosleep(&ts, NULL);
+		if (nap < 1000000)
+			nap *= 2;
+		pthread_mutex_lock(&q->lock);
+	}
+	rc = fn(arg);
 	pthread_mutex_unlock(&q->lock);
 	return rc;
 }

@@ -34,6 +34,7 @@ struct pend_wr {
 	uint64_t seq;          /* which of the peer's receives it consumes */
 	uint64_t deadline_ns;  /* READY due by then */
 	struct splitmsg_seg seg[SPLITMSG_MAX_SEG];
+	int wr_api;            /* built with ibv_wr_* (wrbuf.h): counted as such */
 	struct ibv_send_wr wr;
 	struct ibv_sge sge[];
 };
@@ -43,14 +44,23 @@ void shim_pace_update(struct shim_qp *q);
 /* The paced post path: called by the post_send wrapper when !q->direct. */
 int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad);
+/* The same for a batch the ibv_wr_* wrappers buffered: its WRs count as
+ * wr_api_wrs, and a batch the backlog has no room for fails whole (ENOMEM,
+ * nothing posted), as natively. */
+int shim_pace_post_wr_api(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* Call @fn(@arg) under @q's lock as soon as nothing is queued on @q, so that
+ * what @fn posts goes behind everything posted before; returns what @fn
+ * returned.  Until then it helps drain the backlog and sleeps. */
+int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg);
 /* QPs with a backlog: ibv_poll_cq looks at this one counter. */
 extern _Atomic unsigned shim_pace_queued;
 /* From the application's ibv_poll_cq on @cq: progress the backlogs of the
  * QPs that complete there (split completions, due tokens) without waiting
  * for the progress thread to be scheduled.  Never blocks. */
 void shim_pace_progress(struct ibv_cq *cq);
-/* ibv_wr_* batches reach the provider before the shim can hold them: charge
- * what was posted to the bucket afterwards, so the next posts wait for it. */
+/* ibv_wr_* batches that reach the provider before the shim can hold them
+ * (direct QPs, batches replayed by shim_pace_when_idle): charge what was
+ * posted to the bucket afterwards, so the next posts wait for it. */
 void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes);
 /* Drop the backlog of a QP that is being destroyed. */
 void shim_pace_qp_gone(struct shim_qp *q);

@@ -1,12 +1,33 @@
 // SPDX-License-Identifier: MIT
 /* The extended post API (ibv_wr_*).  Its inline functions call per-QP
  * pointers in struct ibv_qp_ex, which the application obtains from the
- * exported ibv_qp_to_qp_ex(): the shim wraps those pointers there.  A WR's
- * length is known only when its SGEs or inline data are set, so the wrappers
- * collect the batch between ibv_wr_start and ibv_wr_complete and account it
- * when the provider accepted it. */
+ * exported ibv_qp_to_qp_ex(): the shim wraps those pointers there.
+ *
+ * ibv_wr_start decides how the batch goes, and the batch keeps that way to
+ * its ibv_wr_complete or ibv_wr_abort:
+ *
+ *   passed through - on a direct QP (latency class, unpaced, no daemon), or
+ *     one created with operations the shim does not know: the provider's
+ *     own functions build the batch in its send queue, zero copy.  A WR's
+ *     length is known only when its SGEs or inline data are set, so the
+ *     wrappers count the batch as it is built, and account it (and charge
+ *     it to the token bucket) once the provider accepted it.
+ *
+ *   buffered - on a paced QP: nothing reaches the provider before
+ *     ibv_wr_complete.  The WRs are kept as classic work requests (wrbuf.h)
+ *     and ibv_wr_complete hands them to the paced post path, which splits,
+ *     paces and queues them behind the QP's backlog exactly as it does what
+ *     ibv_post_send posts.  A batch holding a WR that has no classic form
+ *     (ATOMIC_WRITE, TSO) waits instead until nothing is queued ahead of it
+ *     and then goes through the provider's own functions, unsplit, charged
+ *     afterwards.
+ *
+ * The shim holds a critical region of its own from ibv_wr_start to
+ * ibv_wr_complete/abort (wrbuf_enter), since a buffered batch never enters
+ * the provider's. */
 #include "pace.h"
 #include "shim.h"
+#include "wrbuf.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -28,24 +49,72 @@ static void w_start(struct ibv_qp_ex *qpx)
 
 	if (!q)
 		return;
+	wrbuf_enter(&q->wrb);
+	q->wrb.on = q->wrb.allowed && !atomic_load_explicit(&q->direct, memory_order_relaxed);
+	if (q->wrb.on)
+		return;
 	stats_batch_reset(&q->batch);
 	ORIG(q, wr_start)(qpx);
+}
+
+struct replay_arg {
+	struct shim_qp *q;
+	struct ibv_qp_ex *qpx;
+};
+
+/* With nothing queued ahead (shim_pace_when_idle): the batch through the
+ * provider's own functions, accounted and charged as a passed-through one. */
+static int replay(void *arg)
+{
+	struct replay_arg *r = arg;
+	struct shim_qp *q = r->q;
+	uint64_t n, bytes;
+	int rc;
+
+	rc = wrbuf_replay(&q->wrb, r->qpx, &q->orig);
+	if (rc)
+		return rc;
+	n = stats_account_wr_api(&q->st, wrbuf_list(&q->wrb), NULL, &bytes);
+	shim_ops_publish(q, n, bytes);
+	shim_pace_charge(q, n, bytes);
+	return 0;
+}
+
+/* ibv_wr_complete of a buffered batch.  A batch that failed while it was
+ * built posts nothing, as natively; so does one the backlog has no room for.
+ * If the provider refuses a WR, those before it are posted (they complete as
+ * usual) and it and those after it are not, as with ibv_post_send. */
+static int complete_buffered(struct shim_qp *q, struct ibv_qp_ex *qpx)
+{
+	struct replay_arg r = { q, qpx };
+	struct ibv_send_wr *list, *bad;
+	int rc = q->wrb.err;
+
+	if (!rc && q->wrb.special)
+		rc = shim_pace_when_idle(q, replay, &r);
+	else if (!rc && (list = wrbuf_list(&q->wrb)))
+		rc = shim_pace_post_wr_api(q, list, &bad);
+	stats_account_call(&q->st, rc);
+	return rc;
 }
 
 static int w_complete(struct ibv_qp_ex *qpx)
 {
 	struct shim_qp *q = rec(qpx);
+	uint64_t n, bytes;
 	int rc;
 
 	if (!q)
 		return EINVAL;
-	rc = ORIG(q, wr_complete)(qpx);
-	{
-		uint64_t bytes, n = stats_batch_commit(&q->st, &q->batch, rc, &bytes);
-
+	if (q->wrb.on) {
+		rc = complete_buffered(q, qpx);
+	} else {
+		rc = ORIG(q, wr_complete)(qpx);
+		n = stats_batch_commit(&q->st, &q->batch, rc, &bytes);
 		shim_ops_publish(q, n, bytes);
 		shim_pace_charge(q, n, bytes);
 	}
+	wrbuf_leave(&q->wrb);
 	return rc;
 }
 
@@ -55,49 +124,91 @@ static void w_abort(struct ibv_qp_ex *qpx)
 
 	if (!q)
 		return;
-	stats_batch_reset(&q->batch);
-	ORIG(q, wr_abort)(qpx);
+	if (!q->wrb.on) {
+		stats_batch_reset(&q->batch);
+		ORIG(q, wr_abort)(qpx);
+	}
+	wrbuf_leave(&q->wrb);
 }
 
-#define OP_WRAPPER(name, op, params, args)                                     \
-	static void w_##name params                                            \
-	{                                                                      \
-		struct shim_qp *q = rec(qpx);                                  \
-		if (!q)                                                        \
-			return;                                                \
-		stats_batch_wr(&q->batch, op);                                 \
-		ORIG(q, wr_##name) args;                                       \
+/* A builder: passed through, count it and call the provider; buffered,
+ * record it as a classic WR of @opcode and @fill in its fields. */
+#define BUILDER(name, stat, opcode, params, args, fill)                                   \
+	static void w_##name params                                                        \
+	{                                                                                  \
+		struct shim_qp *q = rec(qpx);                                              \
+		struct ibv_send_wr *w;                                                     \
+                                                                                           \
+		if (!q)                                                                    \
+			return;                                                            \
+		if (!q->wrb.on) {                                                          \
+			stats_batch_wr(&q->batch, stat);                                   \
+			ORIG(q, wr_##name) args;                                           \
+		} else if ((w = wrbuf_add(&q->wrb, opcode, qpx->wr_id, qpx->wr_flags))) { \
+			fill;                                                              \
+		}                                                                          \
 	}
 
-OP_WRAPPER(rdma_write, STATS_OP_RDMA_WRITE,
-	   (struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr), (qpx, rkey, raddr))
-OP_WRAPPER(rdma_write_imm, STATS_OP_RDMA_WRITE_WITH_IMM,
-	   (struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm),
-	   (qpx, rkey, raddr, imm))
-OP_WRAPPER(rdma_read, STATS_OP_RDMA_READ,
-	   (struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr), (qpx, rkey, raddr))
-OP_WRAPPER(send, STATS_OP_SEND, (struct ibv_qp_ex *qpx), (qpx))
-OP_WRAPPER(send_imm, STATS_OP_SEND_WITH_IMM, (struct ibv_qp_ex *qpx, __be32 imm), (qpx, imm))
-OP_WRAPPER(send_inv, STATS_OP_SEND_WITH_INV, (struct ibv_qp_ex *qpx, uint32_t rkey),
-	   (qpx, rkey))
-OP_WRAPPER(send_tso, STATS_OP_TSO,
-	   (struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss),
-	   (qpx, hdr, hdr_sz, mss))
-OP_WRAPPER(local_inv, STATS_OP_LOCAL_INV, (struct ibv_qp_ex *qpx, uint32_t rkey), (qpx, rkey))
-OP_WRAPPER(bind_mw, STATS_OP_BIND_MW,
-	   (struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
-	    const struct ibv_mw_bind_info *info), (qpx, mw, rkey, info))
-
+BUILDER(rdma_write, STATS_OP_RDMA_WRITE, IBV_WR_RDMA_WRITE,
+	(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr), (qpx, rkey, raddr),
+	(w->wr.rdma.rkey = rkey, w->wr.rdma.remote_addr = raddr))
+BUILDER(rdma_write_imm, STATS_OP_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM,
+	(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm), (qpx, rkey, raddr, imm),
+	(w->wr.rdma.rkey = rkey, w->wr.rdma.remote_addr = raddr, w->imm_data = imm))
+BUILDER(rdma_read, STATS_OP_RDMA_READ, IBV_WR_RDMA_READ,
+	(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr), (qpx, rkey, raddr),
+	(w->wr.rdma.rkey = rkey, w->wr.rdma.remote_addr = raddr))
+BUILDER(send, STATS_OP_SEND, IBV_WR_SEND, (struct ibv_qp_ex *qpx), (qpx), (void)w)
+BUILDER(send_imm, STATS_OP_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM,
+	(struct ibv_qp_ex *qpx, __be32 imm), (qpx, imm), w->imm_data = imm)
+BUILDER(send_inv, STATS_OP_SEND_WITH_INV, IBV_WR_SEND_WITH_INV,
+	(struct ibv_qp_ex *qpx, uint32_t rkey), (qpx, rkey), w->invalidate_rkey = rkey)
+BUILDER(local_inv, STATS_OP_LOCAL_INV, IBV_WR_LOCAL_INV,
+	(struct ibv_qp_ex *qpx, uint32_t rkey), (qpx, rkey), w->invalidate_rkey = rkey)
+BUILDER(bind_mw, STATS_OP_BIND_MW, IBV_WR_BIND_MW,
+	(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+	 const struct ibv_mw_bind_info *info), (qpx, mw, rkey, info),
+	(w->bind_mw.mw = mw, w->bind_mw.rkey = rkey, w->bind_mw.bind_info = *info))
 /* Atomics carry 8 bytes and set no SGE length of their own before the SGE. */
-OP_WRAPPER(atomic_cmp_swp, STATS_OP_ATOMIC_CMP_AND_SWP,
-	   (struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t cmp, uint64_t swap),
-	   (qpx, rkey, raddr, cmp, swap))
-OP_WRAPPER(atomic_fetch_add, STATS_OP_ATOMIC_FETCH_AND_ADD,
-	   (struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t add),
-	   (qpx, rkey, raddr, add))
-OP_WRAPPER(atomic_write, STATS_OP_ATOMIC_WRITE,
-	   (struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, const void *val),
-	   (qpx, rkey, raddr, val))
+BUILDER(atomic_cmp_swp, STATS_OP_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP,
+	(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t cmp, uint64_t swap),
+	(qpx, rkey, raddr, cmp, swap),
+	(w->wr.atomic.rkey = rkey, w->wr.atomic.remote_addr = raddr,
+	 w->wr.atomic.compare_add = cmp, w->wr.atomic.swap = swap))
+BUILDER(atomic_fetch_add, STATS_OP_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t add),
+	(qpx, rkey, raddr, add),
+	(w->wr.atomic.rkey = rkey, w->wr.atomic.remote_addr = raddr,
+	 w->wr.atomic.compare_add = add))
+
+/* The two without a classic form: buffered whole, the batch replayed. */
+static void w_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+	struct shim_qp *q = rec(qpx);
+
+	if (!q)
+		return;
+	if (!q->wrb.on) {
+		stats_batch_wr(&q->batch, STATS_OP_TSO);
+		ORIG(q, wr_send_tso)(qpx, hdr, hdr_sz, mss);
+	} else {
+		wrbuf_send_tso(&q->wrb, qpx->wr_id, qpx->wr_flags, hdr, hdr_sz, mss);
+	}
+}
+
+static void w_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, const void *val)
+{
+	struct shim_qp *q = rec(qpx);
+
+	if (!q)
+		return;
+	if (!q->wrb.on) {
+		stats_batch_wr(&q->batch, STATS_OP_ATOMIC_WRITE);
+		ORIG(q, wr_atomic_write)(qpx, rkey, raddr, val);
+	} else {
+		wrbuf_atomic_write(&q->wrb, qpx->wr_id, qpx->wr_flags, rkey, raddr, val);
+	}
+}
 
 static void w_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
 {
@@ -105,6 +216,10 @@ static void w_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint3
 
 	if (!q)
 		return;
+	if (q->wrb.on) {
+		wrbuf_set_sge(&q->wrb, lkey, addr, length);
+		return;
+	}
 	stats_batch_bytes(&q->batch, length);
 	ORIG(q, wr_set_sge)(qpx, lkey, addr, length);
 }
@@ -116,6 +231,12 @@ static void w_set_sge_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_sge
 
 	if (!q)
 		return;
+	if (q->wrb.on) {
+		/* in classic form, which also sidesteps rxe's wr_set_sge_list
+		 * (rdma-core 44 sums the first SGE's length n times) */
+		wrbuf_set_sge_list(&q->wrb, n, sg);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		sum += sg[i].length;
 	stats_batch_bytes(&q->batch, sum);
@@ -128,6 +249,12 @@ static void w_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 
 	if (!q)
 		return;
+	if (q->wrb.on) {
+		struct ibv_data_buf one = { addr, length };
+
+		wrbuf_set_inline(&q->wrb, 1, &one, 0);
+		return;
+	}
 	stats_batch_bytes(&q->batch, length);
 	ORIG(q, wr_set_inline_data)(qpx, addr, length);
 }
@@ -139,10 +266,40 @@ static void w_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n, const struct
 
 	if (!q)
 		return;
+	if (q->wrb.on) {
+		wrbuf_set_inline(&q->wrb, n, bufs, 1);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		sum += bufs[i].length;
 	stats_batch_bytes(&q->batch, sum);
 	ORIG(q, wr_set_inline_data_list)(qpx, n, bufs);
+}
+
+/* Addressing setters (UD, XRC QPs, which are never paced): wrapped so that
+ * they could never reach a provider whose batch was not started. */
+static void w_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	struct shim_qp *q = rec(qpx);
+
+	if (!q)
+		return;
+	if (q->wrb.on)
+		wrbuf_set_ud_addr(&q->wrb, ah, qpn, qkey);
+	else
+		ORIG(q, wr_set_ud_addr)(qpx, ah, qpn, qkey);
+}
+
+static void w_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
+{
+	struct shim_qp *q = rec(qpx);
+
+	if (!q)
+		return;
+	if (q->wrb.on)
+		wrbuf_set_xrc_srqn(&q->wrb, srqn);
+	else
+		ORIG(q, wr_set_xrc_srqn)(qpx, srqn);
 }
 
 /* Swap one pointer, remembering the original; a pointer the provider left
@@ -173,6 +330,8 @@ static void w_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n, const struct
 #define w_wr_set_sge_list_impl w_set_sge_list
 #define w_wr_set_inline_data_impl w_set_inline_data
 #define w_wr_set_inline_data_list_impl w_set_inline_data_list
+#define w_wr_set_ud_addr_impl w_set_ud_addr
+#define w_wr_set_xrc_srqn_impl w_set_xrc_srqn
 
 void shim_qpex_wrap(struct shim_qp *q, struct ibv_qp_ex *qpx)
 {
@@ -199,5 +358,7 @@ void shim_qpex_wrap(struct shim_qp *q, struct ibv_qp_ex *qpx)
 	WRAP(q, qpx, wr_set_sge_list);
 	WRAP(q, qpx, wr_set_inline_data);
 	WRAP(q, qpx, wr_set_inline_data_list);
+	WRAP(q, qpx, wr_set_ud_addr);
+	WRAP(q, qpx, wr_set_xrc_srqn);
 	atomic_store_explicit(&q->qpx, qpx, memory_order_release);
 }

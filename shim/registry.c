@@ -144,8 +144,10 @@ static struct shim_qp *record_alloc(void)
 		return q;
 	}
 	q = calloc(1, sizeof(*q));
-	if (q)
+	if (q) {
 		pthread_mutex_init(&q->lock, NULL);
+		wrbuf_init(&q->wrb);
+	}
 	return q;
 }
 
@@ -211,6 +213,7 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 	memset(&q->orig, 0, sizeof(q->orig));
 	atomic_store_explicit(&q->qpx, NULL, memory_order_relaxed);
 	stats_batch_reset(&q->batch);
+	wrbuf_recycle(&q->wrb);
 	q->port = 0;
 	q->flow_id = 0;
 	atomic_store_explicit(&q->shm_stats, NULL, memory_order_relaxed);

@@ -13,6 +13,7 @@
 #include "classify.h"
 #include "split.h"
 #include "stats.h"
+#include "wrbuf.h"
 
 typedef int (*post_send_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
 typedef int (*post_recv_fn)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **);
@@ -51,6 +52,8 @@ struct shim_qpex_orig {
 	int (*wr_complete)(struct ibv_qp_ex *);
 	void (*wr_abort)(struct ibv_qp_ex *);
 	void (*wr_atomic_write)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *);
+	void (*wr_set_ud_addr)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t);
+	void (*wr_set_xrc_srqn)(struct ibv_qp_ex *, uint32_t);
 };
 
 struct shim_qp {
@@ -64,7 +67,8 @@ struct shim_qp {
 	struct stats_qp st;
 	struct ibv_qp_ex *_Atomic qpx;        /* set once its wr_* are wrapped */
 	struct shim_qpex_orig orig;
-	struct stats_batch batch;
+	struct stats_batch batch;             /* a batch passed through */
+	struct wrbuf wrb;                     /* a batch buffered (wrbuf.h) */
 	/* registration with justitiad (client.c) */
 	unsigned port;
 	uint32_t flow_id;                     /* 0: not registered */

@@ -56,18 +56,12 @@ static uint64_t sge_bytes(const struct ibv_sge *sg, int n)
 	return sum;
 }
 
-uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
-			    const struct ibv_send_wr *bad, int rc, uint64_t *bytes)
+/* Count the WRs of @wr before @bad by opcode; their number, bytes in *@bytes. */
+static uint64_t count_wrs(struct stats_qp *st, const struct ibv_send_wr *wr,
+			  const struct ibv_send_wr *bad, uint64_t *bytes)
 {
 	uint64_t n = 0, total = 0;
 
-	*bytes = 0;
-	atomic_fetch_add_explicit(&st->post_calls, 1, RELAXED);
-	if (rc)
-		atomic_fetch_add_explicit(&st->failed_posts, 1, RELAXED);
-	/* On failure without a usable bad_wr nothing is known to be posted. */
-	if (rc && !bad)
-		return 0;
 	for (; wr && wr != bad; wr = wr->next) {
 		enum stats_op op = stats_op_from_wr(wr->opcode);
 		uint64_t b = sge_bytes(wr->sg_list, wr->num_sge);
@@ -77,8 +71,38 @@ uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
 		total += b;
 		n++;
 	}
-	atomic_fetch_add_explicit(&st->classic_wrs, n, RELAXED);
 	*bytes = total;
+	return n;
+}
+
+void stats_account_call(struct stats_qp *st, int rc)
+{
+	atomic_fetch_add_explicit(&st->post_calls, 1, RELAXED);
+	if (rc)
+		atomic_fetch_add_explicit(&st->failed_posts, 1, RELAXED);
+}
+
+uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
+			    const struct ibv_send_wr *bad, int rc, uint64_t *bytes)
+{
+	uint64_t n;
+
+	*bytes = 0;
+	stats_account_call(st, rc);
+	/* On failure without a usable bad_wr nothing is known to be posted. */
+	if (rc && !bad)
+		return 0;
+	n = count_wrs(st, wr, bad, bytes);
+	atomic_fetch_add_explicit(&st->classic_wrs, n, RELAXED);
+	return n;
+}
+
+uint64_t stats_account_wr_api(struct stats_qp *st, const struct ibv_send_wr *wr,
+			      const struct ibv_send_wr *bad, uint64_t *bytes)
+{
+	uint64_t n = count_wrs(st, wr, bad, bytes);
+
+	atomic_fetch_add_explicit(&st->wr_api_wrs, n, RELAXED);
 	return n;
 }
 
@@ -129,10 +153,8 @@ uint64_t stats_batch_commit(struct stats_qp *st, struct stats_batch *b, int rc, 
 {
 	uint64_t n = 0, total = 0;
 
-	atomic_fetch_add_explicit(&st->post_calls, 1, RELAXED);
-	if (rc) {
-		atomic_fetch_add_explicit(&st->failed_posts, 1, RELAXED);
-	} else {
+	stats_account_call(st, rc);
+	if (!rc) {
 		for (int op = 0; op < STATS_OP_MAX; op++) {
 			if (!b->wrs[op])
 				continue;

@@ -85,6 +85,13 @@ const char *stats_op_name(enum stats_op op);
 /* Returns the number of WRs counted as posted, their bytes in *bytes. */
 uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
 			    const struct ibv_send_wr *bad, int rc, uint64_t *bytes);
+/* Account WRs of the ibv_wr_* API that the shim buffered and posted in
+ * classic form (wrbuf.h), the WRs before @bad: counted as wr_api_wrs, with no
+ * post call (the batch's ibv_wr_complete is one: stats_account_call). */
+uint64_t stats_account_wr_api(struct stats_qp *st, const struct ibv_send_wr *wr,
+			      const struct ibv_send_wr *bad, uint64_t *bytes);
+/* One post call that returned @rc. */
+void stats_account_call(struct stats_qp *st, int rc);
 void stats_account_recv(struct stats_qp *st, const struct ibv_recv_wr *wr,
 			const struct ibv_recv_wr *bad);
 void stats_account_wc(struct stats_qp *st, const struct ibv_wc *wc);

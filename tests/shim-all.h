@@ -13,4 +13,5 @@
 #include "../shim/split.c"
 #include "../shim/splitmsg.c"
 #include "../shim/classify.c"
+#include "../shim/wrbuf.c"
 #include "../common/proto.c"

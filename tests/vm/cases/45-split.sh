@@ -22,20 +22,38 @@ JD=$!
 for _ in $(seq 100); do [ -S /run/js/justitiad.sock ] && break; sleep 0.05; done
 export JUSTITIA_SOCKET=/run/js/justitiad.sock
 
-# wrpost both ends on one device: the daemon finds the peer's split QP itself
-run_one split.wrpost env LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/wrpost.json" JUSTITIA_LOG=stderr \
-	build/tests/wrpost -a "$RXE_DEV0" -b "$RXE_DEV0" -g "$RXE_GID" -n 200 -s 400000 \
-	--api classic --expect "$S/wrpost.expect.json"
-want=$(jqv "$S/wrpost.expect.json" '.a.opcodes | to_entries | sort_by(.key) | map("\(.key)=\(.value.wrs)/\(.value.bytes)") | join(",")')
-qpn=$(jqv "$S/wrpost.expect.json" '.a.qpn')
-got=$(jqv "$S/wrpost.json" ".qps[] | select(.qpn == $qpn and .destroyed) | .send.opcodes | to_entries | sort_by(.key) | map(\"\(.key)=\(.value.wrs)/\(.value.bytes)\") | join(\",\")")
-expect_eq split.wrpost.counts "$want" "$got"
-expect_eq split.wrpost.connected yes "$(grep -q 'pacing whole messages' "$JV_OUT/split.wrpost.out" && echo no || echo yes)"
-# every kind was split, SEND and WRITE_WITH_IMM with the receiving shim's
-# help, and none had to go whole (wrpost checked data and receive lengths)
-jqv "$S/wrpost.json" ".qps[] | select(.destroyed) | {qpn, split}" | tr -d "\n "; echo
-expect_eq split.wrpost.kinds "one_sided yes send yes write_imm yes whole 0" \
-	"$(jqv "$S/wrpost.json" ".qps[] | select(.qpn == $qpn and .destroyed) | .split | \"one_sided \\(.one_sided > 0 | if . then \"yes\" else \"no\" end) send \\(.send > 0 | if . then \"yes\" else \"no\" end) write_imm \\(.write_imm > 0 | if . then \"yes\" else \"no\" end) whole \\(.whole)\"")"
+# wrpost both ends on one device: the daemon finds the peer's split QP itself.
+# Through classic ibv_post_send, then through ibv_wr_* (whose batches the
+# shim buffers and posts on the same paced path): every WR counted once under
+# its API, every byte verified by wrpost, and chunks posted (the shim logs a
+# flow's split chunks when its QP is destroyed).
+split_wrpost() { # NAME API
+	local name=$1 api=$2 want qpn qp field other chunks
+	local ops='.opcodes | to_entries | sort_by(.key) | map("\(.key)=\(.value.wrs)/\(.value.bytes)") | join(",")'
+	run_one "$name" env LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/$name.json" JUSTITIA_LOG=stderr \
+		build/tests/wrpost -a "$RXE_DEV0" -b "$RXE_DEV0" -g "$RXE_GID" -n 200 -s 400000 \
+		--api "$api" --expect "$S/$name.expect.json"
+	qpn=$(jqv "$S/$name.expect.json" '.a.qpn')
+	qp=".qps[] | select(.qpn == $qpn and .destroyed) | .send"
+	expect_eq "$name.counts" "$(jqv "$S/$name.expect.json" ".a | $ops")" \
+		"$(jqv "$S/$name.json" "$qp | $ops")"
+	field=$([[ $api == ex ]] && echo wr_api_wrs || echo classic_wrs)
+	other=$([[ $api == ex ]] && echo classic_wrs || echo wr_api_wrs)
+	want=$(jqv "$S/$name.expect.json" '.a | [.opcodes[].wrs] | add')
+	expect_eq "$name.$field" "$want" "$(jqv "$S/$name.json" "$qp.$field")"
+	expect_eq "$name.$other" 0 "$(jqv "$S/$name.json" "$qp.$other")"
+	expect_eq "$name.connected" yes \
+		"$(grep -q 'pacing whole messages' "$JV_OUT/$name.out" && echo no || echo yes)"
+	chunks=$(sed -n "s/.*: QP $qpn: flow [0-9]* done: .*, \([0-9]*\) split chunks$/\1/p" \
+		"$JV_OUT/$name.out")
+	expect_eq "$name.chunks" yes "$( ((${chunks:-0} > 0)) && echo yes || echo "no: ${chunks:-no log}")"
+	# every kind was split, SEND and WRITE_WITH_IMM with the receiving
+	# shim's help, and none had to go whole
+	expect_eq "$name.kinds" "one_sided yes send yes write_imm yes whole 0" \
+		"$(jqv "$S/$name.json" ".qps[] | select(.qpn == $qpn and .destroyed) | .split | \"one_sided \\(.one_sided > 0 | if . then \"yes\" else \"no\" end) send \\(.send > 0 | if . then \"yes\" else \"no\" end) write_imm \\(.write_imm > 0 | if . then \"yes\" else \"no\" end) whole \\(.whole)\"")"
+}
+split_wrpost split.wrpost classic
+split_wrpost split.wrpost.ex ex
 
 # while a large-message flow runs, the daemon shows it split, with chunks
 LD_PRELOAD="$SHIM" timeout 60 ib_write_bw -d "$RXE_DEV0" -x "$RXE_GID" -p 18700 -s 1048576 -D 8 \
