@@ -402,11 +402,18 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	fill_view(c);
 	c->steps++;
 
-	/* nothing to control: step slowly */
-	if ((!total && !want) != c->idle) {
+	/* nothing to control: step slowly; bandwidth and throughput flows
+	 * only (no latency flow, no reference flow): SafeUtil is MaxRate and
+	 * only the shares move, which needs no step every RefPeriod */
+	{
+		double every = !total && !want ? CTRL_IDLE_S
+			       : !want ? CTRL_RELAXED_S : (double)period_ns(c) / 1e9;
+
 		c->idle = !total && !want;
-		c->step_w.repeat = c->idle ? CTRL_IDLE_S : (double)period_ns(c) / 1e9;
-		ev_timer_again(d->loop, &c->step_w);
+		if (every != c->step_w.repeat) {
+			c->step_w.repeat = every;
+			ev_timer_again(d->loop, &c->step_w);
+		}
 	}
 }
 
@@ -542,7 +549,7 @@ void ctrl_reconfigure(struct ctrl *c)
 	resolve_port(c);
 	if (c->ref_ok)
 		refflow_reconfigure(&c->ref);
-	if (!c->idle) {
+	if (!c->idle && c->step_w.repeat < CTRL_RELAXED_S) {
 		c->step_w.repeat = (double)period_ns(c) / 1e9;
 		ev_timer_again(c->d->loop, &c->step_w);
 	}

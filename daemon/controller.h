@@ -26,6 +26,7 @@
 #define CTRL_TRACE 200                 /* SafeUtil trace entries */
 #define CTRL_TRACE_NS 25000000ull      /* one entry per 25 ms: 5 s of history */
 #define CTRL_IDLE_S 0.1                /* step interval with nothing to control */
+#define CTRL_RELAXED_S 0.01            /* ... with no latency flow (shares only) */
 #define CTRL_ACTIVE_PERIODS 20         /* active: counters grew within 20 periods */
 #define CTRL_ACTIVE_MIN_NS 100000000ull /* ... and at least 100 ms */
 #define CTRL_POLL_PERIODS 4            /* read the shims' counters every 4 periods */

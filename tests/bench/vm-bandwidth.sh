@@ -15,6 +15,7 @@ O=${BENCH_OUT:-/tmp/vm-bandwidth}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-6}
 mkdir -p "$O"
+JV_RESULTS=/dev/null JV_OUT=$O . tests/vm/lib.sh
 
 daemons() { # CHUNK_DEFAULT
 	local n dev
@@ -44,14 +45,15 @@ run() {
 		pre0=(env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET=/run/bw0/justitiad.sock)
 		pre1=(env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET=/run/bw1/justitiad.sock)
 	fi
-	"${pre0[@]}" ib_write_bw -d "$RXE_DEV0" -x "$RXE_GID" -p $port -s 1048576 -D "$SECS" \
-		>"$O/srv.out" 2>&1 &
+	timeout $((SECS + 60)) "${pre0[@]}" ib_write_bw -d "$RXE_DEV0" -x "$RXE_GID" -p $port \
+		-s 1048576 -D "$SECS" >"$O/srv.out" 2>&1 &
 	srv=$!
-	sleep 1
-	"${pre1[@]}" ib_write_bw -d "$RXE_DEV1" -x "$RXE_GID" -p $port -s 1048576 -D "$SECS" \
-		"$RXE_IP0" >"$O/cli.out" 2>&1
+	wait_port $port 30 $srv >/dev/null 2>&1
+	timeout $((SECS + 60)) "${pre1[@]}" ib_write_bw -d "$RXE_DEV1" -x "$RXE_GID" -p $port \
+		-s 1048576 -D "$SECS" "$RXE_IP0" >"$O/cli.out" 2>&1
 	wait $srv
-	awk '$1 == 1048576 { print $4 }' "$O/cli.out"
+	# (a run that failed counts as 0)
+	awk '$1 == 1048576 { print $4; ok = 1 } END { if (!ok) print 0 }' "$O/cli.out"
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
