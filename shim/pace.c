@@ -722,6 +722,7 @@ void shim_pace_atfork_child(void)
 {
 	pthread_mutex_init(&pg.lock, NULL);
 	pg.busy = NULL;
+	atomic_store(&shim_pace_queued, 0);
 	pg.ep = pg.efd = pg.tfd = -1; /* the parent's, shared: leave them */
 	pg.pid = 0;
 }

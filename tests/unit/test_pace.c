@@ -3,13 +3,15 @@
  * a fake daemon slot: the post call never blocks, the provider receives the
  * work requests in the application's order and no faster than the granted
  * rate, inline data is copied, the send queue limit holds, a refused WR
- * becomes a flush completion, and losing the daemon fails open without
- * letting later WRs overtake a split message. */
+ * becomes a flush completion, losing the daemon fails open without letting
+ * later WRs overtake a split message, and a fork()ed child forgets the
+ * parent's QPs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <sys/wait.h>
 
 #include "../../shim/log.c"
 #include "../../shim/stats.c"
@@ -331,6 +333,47 @@ static void fail_open_keeps_order_behind_split(void **state)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* fork() while a thread holds the QP's lock, with a backlog: the child
+ * forgets the parent's QP, connection and backlog, and its own QP with the
+ * same number gets a record of its own. */
+static void fork_child_forgets_parent(void **state)
+{
+	pid_t pid;
+	int st;
+
+	post_n(4, 1, 1000000); /* seconds of backlog at 1 MB/s */
+	assert_true(atomic_load(&shim_pace_queued) > 0);
+	shim_registry_atfork_prepare();
+	pthread_mutex_lock(&q->lock);
+	pid = fork();
+	if (pid == 0) {
+		struct shim_qp *n;
+		int ok;
+
+		atomic_store(&cl.global, NULL); /* not a mapping here: nothing to unmap */
+		shim_registry_atfork_child();
+		shim_client_atfork_child();
+		shim_pace_atfork_child();
+		shim_inject_atfork_child();
+		ok = !shim_qp_find(&vctx.context, 21) && !atomic_load(&shim_pace_queued) &&
+		     cl.fd < 0 && !shim_client_global();
+		n = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
+		ok = ok && n && shim_qp_find(&vctx.context, 21) == n && !n->bl_head &&
+		     atomic_load(&n->direct) && !pthread_mutex_trylock(&n->lock);
+		_exit(ok ? 0 : 1);
+	}
+	pthread_mutex_unlock(&q->lock);
+	shim_registry_atfork_parent();
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* the parent's QP is untouched */
+	assert_ptr_equal(shim_qp_find(&vctx.context, 21), q);
+	wait_for(4);
+	assert_int_equal(provider_count(), 4);
+}
+
 static void latency_class_is_direct(void **state)
 {
 	atomic_store(&q->cls, JST_CLASS_LATENCY);
@@ -349,6 +392,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(refused_wr_becomes_flush_completion, setup, teardown),
 		cmocka_unit_test_setup_teardown(daemon_gone_fails_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(fail_open_keeps_order_behind_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 	};
 
