@@ -496,4 +496,23 @@ void shim_client_atfork_child(void)
 {
 	/* The lock may have been held by a thread that does not exist here. */
 	pthread_mutex_init(&cl.lock, NULL);
+	/* The connection is the parent's registration: the daemon frees the
+	 * parent's flows when it closes, so the child must not hold it open
+	 * (a child that outlives the parent would keep them), nor talk on it.
+	 * The fd is still the socket: the application has not run yet.  The
+	 * child forgot the parent's QPs (registry.c) and connects anew on its
+	 * first QP. */
+	if (cl.fd >= 0)
+		close(cl.fd);
+	cl.fd = -1;
+	cl.pid = 0;
+	if (atomic_load(&cl.global))
+		munmap(atomic_load(&cl.global), cl.global_size);
+	if (cl.client)
+		munmap(cl.client, cl.client_size);
+	atomic_store(&cl.global, NULL);
+	cl.client = NULL;
+	cl.need_fail_open = 0;
+	cl.retry_at_ns = 0;
+	cl.backoff_ns = 0;
 }

@@ -51,3 +51,12 @@ int shim_inject_take(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	pthread_mutex_unlock(&lock);
 	return got;
 }
+
+void shim_inject_atfork_child(void)
+{
+	/* owed on the parent's CQs, under a lock a vanished thread may hold */
+	pthread_mutex_init(&lock, NULL);
+	head = NULL;
+	tail = &head;
+	atomic_store(&shim_inject_pending, 0);
+}

@@ -53,7 +53,12 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 	if (q) {
 		if (atomic_load_explicit(&q->fast, memory_order_relaxed))
 			return q->sctx->post_send(qp, wr, bad);
-		if (!atomic_load_explicit(&q->direct, memory_order_relaxed))
+		/* Paced; or direct again (fail-open, daemon stale, class
+		 * change) while a backlog -- a split message waiting for its
+		 * chunks -- still drains: the WRs must queue behind it, never
+		 * overtake it.  shim_pace_queued counts the QPs with one. */
+		if (!atomic_load_explicit(&q->direct, memory_order_relaxed) ||
+		    __builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_acquire), 0))
 			return shim_pace_post(q, qp, wr, bad);
 		*bad = NULL;
 		rc = q->sctx->post_send(qp, wr, bad);

@@ -376,6 +376,7 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	struct ibv_wc wc = { .wr_id = p->wr.wr_id, .status = (enum ibv_wc_status)(p->failed - 1),
 			     .opcode = wc_opcode(p->wr.opcode), .qp_num = q->qp->qp_num };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	int saved = shim_busy;
 
 	shim_log("QP %u: a split chunk failed (%s): failing the message", q->qp->qp_num,
 		 ibv_wc_status_str(wc.status));
@@ -383,13 +384,12 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	q->bl_head = p->next;
 	q->bl_len--;
 	free(p);
-	{
-		int saved = shim_busy; /* we hold q->lock: no split_follow() now */
-
-		shim_busy = 1;
-		ibv_modify_qp(q->qp, &a, IBV_QP_STATE); /* flushes what the provider holds */
-		shim_busy = saved;
-	}
+	/* flushes what the provider holds; our own call, made with q->lock
+	 * held (maybe from the application's ibv_poll_cq): not intercepted,
+	 * or jst_modify_qp -> shim_pace_update would take q->lock again */
+	shim_busy = 1;
+	ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+	shim_busy = saved;
 	fail_backlog(q, EIO);
 }
 
@@ -907,6 +907,7 @@ void shim_pace_atfork_child(void)
 {
 	pthread_mutex_init(&pg.lock, NULL);
 	pg.busy = NULL;
+	atomic_store(&shim_pace_queued, 0);
 	pg.ep = pg.efd = pg.tfd = -1; /* the parent's, shared: leave them */
 	pg.pid = 0;
 }

@@ -21,6 +21,7 @@
  */
 #include "shim.h"
 #include "client.h"
+#include "inject.h"
 #include "log.h"
 #include "pace.h"
 
@@ -71,6 +72,10 @@ static void atfork_child(void)
 	shim_registry_atfork_child();
 	shim_client_atfork_child();
 	shim_pace_atfork_child();
+	shim_inject_atfork_child();
+	/* a child that uses no verbs itself writes no report (it would
+	 * clobber the parent's when JUSTITIA_STATS has no %p) */
+	atomic_store(&used_verbs, false);
 }
 
 static void shim_init(void)

@@ -340,7 +340,36 @@ void shim_registry_atfork_parent(void)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* The child inherits the parent's QP records, not its QPs: verbs objects do
+ * not survive fork(), so the child must not register, pace, split or report
+ * them, and the threads that held their locks do not exist here.  Forget
+ * them (their memory is the child's copy: recycle it), with the parent's
+ * destroyed QPs.  Their split QPs and backlogs are the parent's: left alone
+ * (destroying one here would destroy the parent's in the kernel). */
 void shim_registry_atfork_child(void)
 {
+	for (unsigned b = 0; b < QP_BUCKETS; b++) {
+		struct shim_qp *q = atomic_load(&qp_buckets[b]), *next;
+
+		atomic_store(&qp_buckets[b], NULL);
+		for (; q; q = next) {
+			next = atomic_load(&q->next);
+			atomic_fetch_add(&q->gen, 2);
+			atomic_store(&q->ctx, NULL);
+			q->free_next = NULL;
+			if (free_tail)
+				free_tail->free_next = q;
+			else
+				free_head = q;
+			free_tail = q;
+			free_count++;
+		}
+	}
+	for (struct shim_qp *q = free_head; q; q = q->free_next)
+		pthread_mutex_init(&q->lock, NULL);
+	atomic_fetch_add(&shim_qp_epoch, 1);
+	n_retired = 0;
+	memset(&retired_overflow, 0, sizeof(retired_overflow));
+	n_retired_overflow = 0;
 	pthread_mutex_unlock(&reg_lock);
 }

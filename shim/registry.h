@@ -122,7 +122,8 @@ struct stats_snapshot *shim_registry_snapshot(size_t *n, struct stats_snapshot *
 /* Call @fn for every live QP record, under the registry lock. */
 void shim_registry_foreach(int (*fn)(struct shim_qp *q));
 
-/* fork(): keep the registry lock consistent in the child. */
+/* fork(): keep the registry lock consistent; the child forgets the
+ * parent's QPs. */
 void shim_registry_atfork_prepare(void);
 void shim_registry_atfork_parent(void);
 void shim_registry_atfork_child(void);

@@ -3,22 +3,30 @@
  * a fake daemon slot: the post call never blocks, the provider receives the
  * work requests in the application's order and no faster than the granted
  * rate, inline data is copied, the send queue limit holds, a refused WR
- * becomes a flush completion, and losing the daemon fails open. */
+ * becomes a flush completion, losing the daemon fails open without letting
+ * later WRs overtake a split message, and a fork()ed child forgets the
+ * parent's QPs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <sys/wait.h>
 
 #include "../shim-all.h"
 
 #define MAXW 256
 
+static struct ibv_cq split_cq;
+static struct ibv_qp split_qp;
+
 static struct {
 	pthread_mutex_t lock;
 	uint64_t wr_id[MAXW], t[MAXW];
+	struct ibv_qp *qp[MAXW];
 	char inline_seen[MAXW][8];
 	int n, fail_from;
+	int complete_split, split_done; /* chunks on split_qp: complete them? */
 } prov = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_from = -1 };
 
 static uint64_t mono(void)
@@ -40,6 +48,7 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		}
 		if (prov.n < MAXW) {
 			prov.wr_id[prov.n] = wr->wr_id;
+			prov.qp[prov.n] = qp;
 			prov.t[prov.n] = mono();
 			if (wr->send_flags & IBV_SEND_INLINE)
 				memcpy(prov.inline_seen[prov.n], (void *)(uintptr_t)wr->sg_list[0].addr, 8);
@@ -50,9 +59,25 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
-static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+static int fake_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc)
 {
-	return 0;
+	int got = 0;
+
+	if (c != &split_cq)
+		return 0;
+	pthread_mutex_lock(&prov.lock);
+	for (; prov.complete_split && prov.split_done < prov.n && prov.split_done < MAXW &&
+	       got < n; prov.split_done++) {
+		if (prov.qp[prov.split_done] != &split_qp)
+			continue;
+		memset(&wc[got], 0, sizeof(wc[got]));
+		wc[got].wr_id = prov.wr_id[prov.split_done];
+		wc[got].status = IBV_WC_SUCCESS;
+		wc[got].qp_num = split_qp.qp_num;
+		got++;
+	}
+	pthread_mutex_unlock(&prov.lock);
+	return got;
 }
 
 static int provider_count(void)
@@ -99,6 +124,8 @@ static int setup(void **state)
 	pthread_mutex_lock(&prov.lock);
 	prov.n = 0;
 	prov.fail_from = -1;
+	prov.complete_split = 0;
+	prov.split_done = 0;
 	pthread_mutex_unlock(&prov.lock);
 	memset(&gseg, 0, sizeof(gseg));
 	memset(&cseg, 0, sizeof(cseg));
@@ -238,6 +265,106 @@ static void daemon_gone_fails_open(void **state)
 	assert_int_equal(provider_count(), 6);
 }
 
+/* A split message has chunks in flight when the daemon goes away: the WRs
+ * posted next, now unpaced, still wait behind the message's last chunk. */
+static void fail_open_keeps_order_behind_split(void **state)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 4000 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[4];
+
+	memset(&split_cq, 0, sizeof(split_cq));
+	split_cq.context = &vctx.context;
+	memset(&split_qp, 0, sizeof(split_qp));
+	split_qp.context = &vctx.context;
+	split_qp.qp_num = 22;
+	split_qp.qp_type = IBV_QPT_RC;
+	split_qp.send_cq = &split_cq;
+	q->split.qp = &split_qp;
+	q->split.cq = &split_cq;
+	q->split.peer_split_qpn = 23;
+	atomic_store(&q->split.state, SPLIT_READY);
+	atomic_store(&gseg.slot[0].flags, JST_F_PACE | JST_F_SPLIT);
+	atomic_store(&gseg.slot[0].chunk_bytes, 1000);
+	atomic_store(&gseg.slot[0].rate_bps, 8000000000ull);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+
+	/* four chunks: three on the split QP now, the last when they are done */
+	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	assert_int_equal(provider_count(), 3);
+	for (int i = 0; i < 3; i++)
+		assert_ptr_equal(prov.qp[i], &split_qp);
+	atomic_store(&gseg.g.flags, 0);
+	shim_pace_fail_open();
+	assert_int_equal(atomic_load(&q->direct), 1);
+	post_n(2, 50, 100);
+	assert_int_equal(provider_count(), 3); /* not ahead of the message */
+
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 3000 && provider_count() < 6; i++) {
+		ibv_poll_cq(&cq, 4, wc); /* progresses the backlog */
+		usleep(1000);
+	}
+	assert_int_equal(provider_count(), 6);
+	assert_ptr_equal(prov.qp[3], &qp);
+	assert_int_equal(prov.wr_id[3], 7);
+	assert_int_equal(prov.wr_id[4], 50);
+	assert_int_equal(prov.wr_id[5], 51);
+	post_n(1, 60, 100); /* the backlog is gone: straight through */
+	assert_int_equal(provider_count(), 7);
+
+	pthread_mutex_lock(&q->lock);
+	memset(&q->split, 0, sizeof(q->split));
+	q->split.peer_split_qpn = -1;
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* fork() while a thread holds the QP's lock, with a backlog: the child
+ * forgets the parent's QP, connection and backlog, and its own QP with the
+ * same number gets a record of its own. */
+static void fork_child_forgets_parent(void **state)
+{
+	pid_t pid;
+	int st;
+
+	post_n(4, 1, 1000000); /* seconds of backlog at 1 MB/s */
+	assert_true(atomic_load(&shim_pace_queued) > 0);
+	shim_registry_atfork_prepare();
+	pthread_mutex_lock(&q->lock);
+	pid = fork();
+	if (pid == 0) {
+		struct shim_qp *n;
+		int ok;
+
+		atomic_store(&cl.global, NULL); /* not a mapping here: nothing to unmap */
+		shim_registry_atfork_child();
+		shim_client_atfork_child();
+		shim_pace_atfork_child();
+		shim_inject_atfork_child();
+		ok = !shim_qp_find(&vctx.context, 21) && !atomic_load(&shim_pace_queued) &&
+		     cl.fd < 0 && !shim_client_global();
+		n = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
+		ok = ok && n && shim_qp_find(&vctx.context, 21) == n && !n->bl_head &&
+		     atomic_load(&n->direct) && !pthread_mutex_trylock(&n->lock);
+		_exit(ok ? 0 : 1);
+	}
+	pthread_mutex_unlock(&q->lock);
+	shim_registry_atfork_parent();
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* the parent's QP is untouched */
+	assert_ptr_equal(shim_qp_find(&vctx.context, 21), q);
+	wait_for(4);
+	assert_int_equal(provider_count(), 4);
+}
+
 static void latency_class_is_direct(void **state)
 {
 	atomic_store(&q->cls, JST_CLASS_LATENCY);
@@ -255,6 +382,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(inline_data_is_copied, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_wr_becomes_flush_completion, setup, teardown),
 		cmocka_unit_test_setup_teardown(daemon_gone_fails_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(fail_open_keeps_order_behind_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 	};
 
