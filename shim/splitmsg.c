@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "log.h"
 #include "pace.h"
@@ -179,15 +180,18 @@ int splitmsg_setup(struct shim_qp *q)
 	size_t size = 2 * SPLITMSG_SLOTS * SPLITMSG_SLOT_SIZE;
 
 	memset(m, 0, sizeof(*m));
-	m->buf = aligned_alloc(64, size);
-	if (!m->buf)
+	/* pages of its own: with ibv_fork_init() a registered region is not
+	 * inherited by fork(), and heap memory next to it would go too */
+	m->buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->buf == MAP_FAILED) {
+		m->buf = NULL;
 		return -ENOMEM;
-	memset(m->buf, 0, size);
+	}
 	m->mr = ibv_reg_mr(q->qp->pd, m->buf, size, IBV_ACCESS_LOCAL_WRITE);
 	if (!m->mr) {
 		int rc = errno ? -errno : -ENOMEM;
 
-		free(m->buf);
+		munmap(m->buf, size);
 		m->buf = NULL;
 		return rc;
 	}
@@ -206,7 +210,8 @@ void splitmsg_teardown(struct shim_qp *q)
 	fin_drop_all(m);
 	if (m->mr)
 		ibv_dereg_mr(m->mr);
-	free(m->buf);
+	if (m->buf)
+		munmap(m->buf, 2 * SPLITMSG_SLOTS * SPLITMSG_SLOT_SIZE);
 	memset(m, 0, sizeof(*m));
 }
 
