@@ -290,6 +290,18 @@ static int register_locked(struct shim_qp *q)
 				 NULL, NULL);
 			json_decref(r);
 		}
+	} else if (q->known) {
+		/* registered anew (the daemon restarted): what it knew before */
+		int st = atomic_load(&q->split.state);
+
+		req = json_deep_copy(q->known);
+		if (req) {
+			json_object_set_new(req, "flow", json_integer(q->flow_id));
+			if (st == SPLIT_READY || st == SPLIT_PACE_ONLY)
+				json_object_set_new(req, "split",
+						    json_string(st == SPLIT_READY ? "split" : "pace_only"));
+			json_decref(call(req, NULL, NULL));
+		}
 	}
 	shim_pace_update(q);
 	return 0;
@@ -439,6 +451,11 @@ void shim_client_qp_modified(struct shim_qp *q, const struct ibv_qp_attr *attr, 
 			json_object_set_new(req, "local_gid", json_string(gid));
 		}
 	}
+	/* remembered: a restarted daemon learns it again (register_locked) */
+	if (!q->known)
+		q->known = json_object();
+	if (q->known)
+		json_object_update(q->known, req);
 	r = call(req, NULL, NULL);
 	json_decref(r);
 	if (to_rtr && atomic_load(&q->split.state) == SPLIT_CREATED)
@@ -489,6 +506,8 @@ void shim_client_qp_destroyed(struct shim_qp *q)
 		json_decref(r);
 	}
 	q->flow_id = 0;
+	json_decref(q->known);
+	q->known = NULL;
 	pthread_mutex_unlock(&cl.lock);
 }
 

@@ -219,6 +219,7 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 	atomic_store_explicit(&q->shm_stats, NULL, memory_order_relaxed);
 	atomic_store_explicit(&q->slot, NULL, memory_order_relaxed);
 	q->warning[0] = 0;
+	q->known = NULL; /* (client.c let go of a destroyed QP's) */
 	q->qp = qp;
 	atomic_store_explicit(&q->cls, JST_CLASS_BANDWIDTH, memory_order_relaxed);
 	q->cls_from_api = 0;

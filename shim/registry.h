@@ -75,6 +75,7 @@ struct shim_qp {
 	struct jst_flow_stats *_Atomic shm_stats; /* our counter slot, or NULL */
 	const struct jst_flow_ctl *_Atomic slot;  /* the daemon's slot, or NULL */
 	char warning[160];
+	void *known;                          /* json_t: state, peer (client.c) */
 	/* data path (pace.c) */
 	struct ibv_qp *qp;
 	_Atomic int cls;                      /* enum jst_flow_class */

@@ -234,6 +234,9 @@ start_daemon || exit 1
 until_true 20 nflows_is "$pid" 8
 until_true 15 chunks_over "$pid" 20
 expect_eq restart.splitting "8 yes" "$(flows "$pid") $(more_chunks "$pid" 20)"
+# and the new daemon knows their state again, not just their numbers
+expect_eq restart.state "RTS split 8" \
+	"$(flows "$pid" 'map(select(.peer_qpn != null)) | "\(map(.state) | unique | join(",")) \(map(.split) | unique | join(",")) \(length)"')"
 touch "$JV_OUT/rs.stop"
 finish restart "$T"
 expect_eq restart.reconnected yes "$(grep -c 'registered with justitiad' "$JV_OUT/restart.out" |
