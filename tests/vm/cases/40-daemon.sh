@@ -95,17 +95,22 @@ expect_eq wbw.flows.gone "0 0" "$(flowq jd0 '.flows | length') $(flowq jd1 '.flo
 
 # ---- classes: JUSTITIA_CLASS where no rule matches (jd0), the daemon's
 # rule over JUSTITIA_CLASS where one does (jd1: ib_send_lat -> latency)
-shim_pt jd0 env JUSTITIA_CLASS=tput timeout 60 ib_send_lat -d "$RXE_DEV0" -x "$RXE_GID" -p 18601 -D 4 \
+shim_pt jd0 env JUSTITIA_CLASS=tput timeout 60 ib_send_lat -d "$RXE_DEV0" -x "$RXE_GID" -p 18601 -D 8 \
 	>"$JV_OUT/slat.srv" 2>&1 &
 SRV=$!
 wait_port 18601
-shim_pt jd1 env JUSTITIA_CLASS=bw timeout 60 ib_send_lat -d "$RXE_DEV1" -x "$RXE_GID" -p 18601 -D 4 "$RXE_IP0" \
+shim_pt jd1 env JUSTITIA_CLASS=bw timeout 60 ib_send_lat -d "$RXE_DEV1" -x "$RXE_GID" -p 18601 -D 8 "$RXE_IP0" \
 	>"$JV_OUT/slat.cli" 2>&1 &
 CLI=$!
-sleep 2.5
+# (-D 8: the flows outlive these queries even on a loaded TCG host)
+for _ in $(seq 40); do
+	[ -n "$(flowq jd1 '.flows[] | select(.comm == "ib_send_lat") | .class')" ] && break
+	sleep 0.25
+done
+lat_count=$(ctl jd1 --json status | jq -r .counts.latency)
 expect_eq class.from.config latency "$(flowq jd1 '.flows[] | select(.comm == "ib_send_lat") | .class')"
 expect_eq class.from.env throughput "$(flowq jd0 '.flows[] | select(.comm == "ib_send_lat") | .class')"
-expect_eq status.latency.count 1 "$(ctl jd1 --json status | jq -r .counts.latency)"
+expect_eq status.latency.count 1 "$lat_count"
 wait $CLI
 expect_eq slat.client.rc 0 $?
 wait $SRV
