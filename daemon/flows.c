@@ -400,7 +400,13 @@ void flows_poll_counters(struct flows *fl)
 				log_warnx("pid %d (%s) wrote inconsistent counters for flow %u; "
 					  "ignoring the decrease", (int)p->pid, p->comm, f->id);
 			}
-			if (now.bytes != f->last.bytes || now.ops != f->last.ops)
+			/* a split message counts its bytes and op when its last
+			 * chunk goes: at a low rate a big message takes longer
+			 * than the activity window, so its chunks count too (or
+			 * the throttled flow would look idle, the floor would
+			 * drop to nothing and SafeUtil with it) */
+			if (now.bytes != f->last.bytes || now.ops != f->last.ops ||
+			    now.chunks != f->last.chunks)
 				f->grew_ns = poll_time(&t);
 			f->last = now;
 		}

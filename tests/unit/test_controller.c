@@ -182,6 +182,23 @@ static void flows_and_rates(void **state)
 	assert_int_equal(atomic_load(&slot(b1)->wait_ns),
 			 bucket_cost_ns(4096, atomic_load(&slot(b1)->rate_bps)) / 2);
 
+	/* a flow whose big messages go in chunks is active while its chunks
+	 * go, though its bytes and ops grow only when a message is complete
+	 * (real time: the counters' growth is stamped with the real clock) */
+	for (int i = 0; i < 6; i++) {
+		struct jst_flow_stats *s = jst_shm_client_slot(b2->proc->seg.base, b2->cslot);
+
+		post(b1, 1);
+		atomic_fetch_add(&s->chunks, 1);
+		usleep(30000); /* 6 x 30 ms outlast the 100 ms window */
+		for (int k = 0; k < CTRL_POLL_PERIODS; k++) {
+			quantile_add(&c.win, 10000); /* on target, not stale */
+			ctrl_step(&c, daemon_now_ns());
+		}
+		assert_true(b2->active);
+	}
+	assert_int_equal(c.n.bw, 2);
+
 	/* a window above the target halves SafeUtil, never below the floor */
 	for (int i = 0; i < 100; i++)
 		quantile_add(&c.win, 500000);
