@@ -189,6 +189,7 @@ static struct pend_wr *pend_copy(const struct ibv_send_wr *wr)
 	p->kind = SPLITMSG_ONE_SIDED;
 	p->phase = SPLITMSG_DATA;
 	p->nseg = 0;
+	p->went_whole = 0;
 	p->seq = 0;
 	p->deadline_ns = 0;
 	p->wr_api = 0;
@@ -407,6 +408,21 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 	while ((p = q->bl_head)) {
 		int rc;
 
+		if (!p->chunk && !direct && !p->went_whole) {
+			/* queued whole while the chunk was larger (before a
+			 * latency flow registered, say): a backlog of
+			 * max_send_wr big messages would otherwise go whole,
+			 * head-of-line blocking the latency flow for seconds */
+			int kind = SPLITMSG_ONE_SIDED;
+			uint32_t chunk = split_size(q, slot, &p->wr, &kind);
+
+			if (chunk) {
+				p->chunk = chunk;
+				p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
+				p->kind = (uint8_t)kind;
+				p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
+			}
+		}
 		if (p->chunk && p->phase == SPLITMSG_HDR) {
 			/* two-sided: the peer's shim must say where first */
 			if (q->split.msg.tx_off || splitmsg_send_hdr(q, p, now))

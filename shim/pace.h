@@ -31,6 +31,7 @@ struct pend_wr {
 	uint8_t kind;          /* enum splitmsg_kind */
 	uint8_t phase;         /* enum splitmsg_phase */
 	uint8_t nseg;
+	uint8_t went_whole;    /* the receiver said WHOLE: never split it again */
 	uint64_t seq;          /* which of the peer's receives it consumes */
 	uint64_t deadline_ns;  /* READY due by then */
 	struct splitmsg_seg seg[SPLITMSG_MAX_SEG];

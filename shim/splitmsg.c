@@ -291,6 +291,7 @@ void splitmsg_make_whole(struct shim_qp *q, struct pend_wr *p)
 	p->next_chunk = 0;
 	p->kind = SPLITMSG_ONE_SIDED;
 	p->phase = SPLITMSG_DATA;
+	p->went_whole = 1;
 }
 
 static void on_ready(struct shim_qp *q, const struct wire *w)

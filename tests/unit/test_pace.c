@@ -4,8 +4,8 @@
  * work requests in the application's order and no faster than the granted
  * rate, inline data is copied, the send queue limit holds, a refused WR
  * becomes a flush completion, losing the daemon fails open without letting
- * later WRs overtake a split message, and a fork()ed child forgets the
- * parent's QPs. */
+ * later WRs overtake a split message, a fork()ed child forgets the parent's
+ * QPs, and messages queued whole are split once the daemon's chunk shrinks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +24,7 @@ static struct {
 	pthread_mutex_t lock;
 	uint64_t wr_id[MAXW], t[MAXW];
 	struct ibv_qp *qp[MAXW];
+	uint32_t qpn[MAXW], len[MAXW];
 	char inline_seen[MAXW][8];
 	int n, fail_from;
 	int complete_split, split_done; /* chunks on split_qp: complete them? */
@@ -50,6 +51,8 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 			prov.wr_id[prov.n] = wr->wr_id;
 			prov.qp[prov.n] = qp;
 			prov.t[prov.n] = mono();
+			prov.qpn[prov.n] = qp->qp_num;
+			prov.len[prov.n] = wr->num_sge > 0 ? wr->sg_list[0].length : 0;
 			if (wr->send_flags & IBV_SEND_INLINE)
 				memcpy(prov.inline_seen[prov.n], (void *)(uintptr_t)wr->sg_list[0].addr, 8);
 		}
@@ -374,6 +377,51 @@ static void latency_class_is_direct(void **state)
 	assert_int_equal(provider_count(), 20);
 }
 
+/* Messages that waited whole in the backlog while the chunk was large (no
+ * latency flow) are split when they reach the head after the daemon
+ * published a small chunk (a latency flow registered). */
+static void backlog_split_when_chunk_shrinks(void **state)
+{
+	static struct ibv_qp shrink_qp;
+
+	memset(&shrink_qp, 0, sizeof(shrink_qp));
+	shrink_qp.context = &vctx.context;
+	shrink_qp.qp_num = 22;
+	shrink_qp.qp_type = IBV_QPT_RC;
+	shrink_qp.send_cq = &cq;
+	pthread_mutex_lock(&q->lock);
+	q->split.qp = &shrink_qp;
+	atomic_store(&q->split.state, SPLIT_READY);
+	pthread_mutex_unlock(&q->lock);
+	atomic_store(&gseg.slot[0].chunk_bytes, 1 << 20);
+	atomic_store(&gseg.slot[0].flags, JST_F_PACE | JST_F_SPLIT);
+	shim_pace_update(q);
+	/* 64 KiB at 1 MB/s, 65 ms each: the first goes whole, three wait whole */
+	post_n(4, 1, 65536);
+	assert_int_equal(provider_count(), 1);
+	assert_int_equal(prov.qpn[0], 21);
+	assert_int_equal(prov.len[0], 65536);
+	/* a latency flow registered: 4 KiB chunks, and a faster rate */
+	atomic_store(&gseg.slot[0].chunk_bytes, 4096);
+	atomic_store(&gseg.slot[0].rate_bps, 8000000000ull);
+	wait_for(1 + SPLIT_WINDOW);
+	usleep(20000);
+	/* the second message goes in chunks on the split QP, a window of them
+	 * (the fake provider never completes them) */
+	assert_int_equal(provider_count(), 1 + SPLIT_WINDOW);
+	for (int i = 1; i <= SPLIT_WINDOW; i++) {
+		assert_int_equal(prov.qpn[i], 22);
+		assert_int_equal(prov.len[i], 4096);
+	}
+	pthread_mutex_lock(&q->lock);
+	assert_int_equal(q->bl_head->n_chunks, 16);
+	assert_int_equal(q->bl_head->inflight, SPLIT_WINDOW);
+	assert_int_equal(q->bl_len, 3);
+	q->split.qp = NULL;
+	atomic_store(&q->split.state, SPLIT_NONE);
+	pthread_mutex_unlock(&q->lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -385,6 +433,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fail_open_keeps_order_behind_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
+		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
 	};
 
 	setenv("JUSTITIA_SOCKET", "/nonexistent/justitiad.sock", 1);
