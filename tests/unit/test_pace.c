@@ -153,6 +153,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	fin_drop_all(&q->split.msg); /* (the fake split QP has no teardown) */
 	shim_pace_qp_gone(q);
 	shim_qp_destroy(&qp, ok_destroy);
 	shim_ctx_close(&vctx.context, ok_close);
@@ -322,6 +323,7 @@ static void fail_open_keeps_order_behind_split(void **state)
 	assert_int_equal(provider_count(), 7);
 
 	pthread_mutex_lock(&q->lock);
+	fin_drop_all(&q->split.msg);
 	memset(&q->split, 0, sizeof(q->split));
 	q->split.peer_split_qpn = -1;
 	pthread_mutex_unlock(&q->lock);
