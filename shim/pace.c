@@ -212,6 +212,15 @@ static struct pend_wr *pend_copy(const struct ibv_send_wr *wr)
 	return p;
 }
 
+/* @p goes in chunks of @chunk bytes; a two-sided one asks the peer first. */
+static void pend_split(struct pend_wr *p, uint32_t chunk, int kind)
+{
+	p->chunk = chunk;
+	p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
+	p->kind = (uint8_t)kind;
+	p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
+}
+
 static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 {
 	switch (op) {
@@ -416,12 +425,8 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 			int kind = SPLITMSG_ONE_SIDED;
 			uint32_t chunk = split_size(q, slot, &p->wr, &kind);
 
-			if (chunk) {
-				p->chunk = chunk;
-				p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
-				p->kind = (uint8_t)kind;
-				p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
-			}
+			if (chunk)
+				pend_split(p, chunk, kind);
 		}
 		if (p->chunk && p->phase == SPLITMSG_HDR) {
 			/* two-sided: the peer's shim must say where first */
@@ -601,12 +606,8 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			break;
 		}
 		p->wr_api = wr_api;
-		if (chunk) {
-			p->chunk = chunk;
-			p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
-			p->kind = (uint8_t)kind;
-			p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
-		}
+		if (chunk)
+			pend_split(p, chunk, kind);
 		if (q->bl_tail)
 			q->bl_tail->next = p;
 		else

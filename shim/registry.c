@@ -131,6 +131,19 @@ struct shim_qp *shim_qp_find_sure(const struct ibv_context *ctx, uint32_t qpn)
 
 _Atomic unsigned shim_qp_epoch;
 
+/* Put a record no bucket links any more at the end of the free list
+ * (reg_lock held). */
+static void free_push(struct shim_qp *q)
+{
+	q->free_next = NULL;
+	if (free_tail)
+		free_tail->free_next = q;
+	else
+		free_head = q;
+	free_tail = q;
+	free_count++;
+}
+
 static struct shim_qp *record_alloc(void)
 {
 	struct shim_qp *q;
@@ -276,13 +289,7 @@ int shim_qp_destroy(struct ibv_qp *qp, int (*destroy)(struct ibv_qp *))
 	atomic_fetch_add_explicit(&q->gen, 1, memory_order_acq_rel);
 	atomic_store_explicit(&q->ctx, NULL, memory_order_relaxed);
 	atomic_fetch_add_explicit(&q->gen, 1, memory_order_release);
-	q->free_next = NULL;
-	if (free_tail)
-		free_tail->free_next = q;
-	else
-		free_head = q;
-	free_tail = q;
-	free_count++;
+	free_push(q);
 out:
 	pthread_mutex_unlock(&reg_lock);
 	return rc;
@@ -357,13 +364,7 @@ void shim_registry_atfork_child(void)
 			next = atomic_load(&q->next);
 			atomic_fetch_add(&q->gen, 2);
 			atomic_store(&q->ctx, NULL);
-			q->free_next = NULL;
-			if (free_tail)
-				free_tail->free_next = q;
-			else
-				free_head = q;
-			free_tail = q;
-			free_count++;
+			free_push(q);
 		}
 	}
 	for (struct shim_qp *q = free_head; q; q = q->free_next)
