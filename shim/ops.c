@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 
 __thread int shim_busy;
@@ -136,8 +137,10 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		shim_log_once("poll_cq on an unknown context");
 		return -1;
 	}
+	int held = 0;
+
 	if (__builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_relaxed), 0))
-		shim_pace_progress(cq);
+		held = shim_pace_progress(cq);
 	got = 0;
 	if (__builtin_expect(atomic_load_explicit(&shim_inject_pending, memory_order_acquire), 0))
 		got = shim_inject_take(cq, n, wc);
@@ -147,6 +150,14 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		if (more < 0)
 			return got ? got : more;
 		got += more;
+	}
+	if (__builtin_expect(held, 0) && !got && shim_poll_yield) {
+		/* The application spins on a CQ whose QP the shim holds back:
+		 * what it waits for comes when a token does.  Let whatever
+		 * else is runnable on this CPU (its neighbours' latency flows,
+		 * the NIC's work under Soft-RoCE) have the CPU meanwhile; with
+		 * nothing else runnable this returns at once. */
+		sched_yield();
 	}
 	for (int i = 0; i < got; i++) {
 		int rx = wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV);

@@ -31,6 +31,7 @@
 #define BURST_NS 200000ull           /* tokens a quiet flow may bank */
 #define DAEMON_STALE_NS 1000000000ull /* heartbeat older than this: gone */
 #define BACKLOG_MAX 65536            /* when max_send_wr is unknown */
+#define LAZY_NS 2000000ull            /* a token due sooner: no split CQ event */
 #define EV_WAKE 1                    /* epoll tags; anything larger is a QP */
 #define EV_TIMER 2
 
@@ -403,6 +404,22 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	fail_backlog(q, EIO);
 }
 
+static void reap_split_locked(struct shim_qp *q);
+
+/* Ask for the split CQ's next completion event, then reap what completed
+ * before that (it raises none).  Called with q->lock held. */
+static void arm_split_locked(struct shim_qp *q)
+{
+	struct shim_split *sp = &q->split;
+
+	if (!sp->cq || !sp->ch || sp->armed)
+		return;
+	if (ibv_req_notify_cq(sp->cq, 0))
+		shim_log_once("cannot arm a split CQ: split completions are seen at the next tick");
+	sp->armed = true;
+	reap_split_locked(q);
+}
+
 /* Post what the tokens allow.  Called with q->lock held; returns the time
  * the next token is due (0 = nothing due: empty, or waiting for split
  * completions, which wake the thread themselves). */
@@ -488,8 +505,12 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 		q->bl_len--;
 		free(p);
 	}
-	if (!q->bl_head)
+	if (!q->bl_head) {
 		busy_remove(q);
+		/* off the thread's list: only an event brings it back for
+		 * the peer's split requests */
+		arm_split_locked(q);
+	}
 	return 0;
 }
 
@@ -521,6 +542,25 @@ static void reap_split_locked(struct shim_qp *q)
 	}
 }
 
+/* Reap, post what the tokens allow, and say when the next token is due (as
+ * drain_locked).  A QP whose next step is a token due within LAZY_NS does
+ * not need the split CQ's events: the thread wakes for the token anyway and
+ * reaps then, which saves it a wake-up per chunk.  Any other wait (for
+ * completions, for the peer's answer, for a distant token) arms the CQ.
+ * Called with q->lock held. */
+static uint64_t service_locked(struct shim_qp *q, uint64_t now)
+{
+	uint64_t due;
+
+	reap_split_locked(q);
+	due = q->bl_head ? drain_locked(q, now) : 0;
+	if (!q->split.ch || q->split.armed || (due && due - now <= LAZY_NS))
+		return due;
+	arm_split_locked(q);
+	/* what that reaped may have opened the window */
+	return q->bl_head ? drain_locked(q, now) : 0;
+}
+
 /* Completions of split chunks: the thread sleeps on the channel's fd. */
 static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 {
@@ -535,11 +575,10 @@ static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 	}
 	while (ibv_get_cq_event(sp->ch, &cq, &ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
-		ibv_req_notify_cq(cq, 0);
+		sp->armed = false; /* re-armed when needed (service_locked) */
 	}
-	reap_split_locked(q);
-	if (q->bl_head) {
-		uint64_t due = drain_locked(q, now);
+	{
+		uint64_t due = service_locked(q, now);
 
 		if (due && due < *next)
 			*next = due;
@@ -647,8 +686,7 @@ int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg)
 		uint64_t now = pace_now(), due;
 		struct timespec ts = { 0, 0 };
 
-		reap_split_locked(q);
-		due = drain_locked(q, now);
+		due = service_locked(q, now);
 		if (!q->bl_head)
 			break;
 		pthread_mutex_unlock(&q->lock);
@@ -663,31 +701,34 @@ int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg)
 	return rc;
 }
 
-void shim_pace_progress(struct ibv_cq *cq)
+int shim_poll_yield = 1;
+
+int shim_pace_progress(struct ibv_cq *cq)
 {
 	struct shim_qp *list[8];
 	size_t n = 0;
 	uint64_t now;
+	int held = 0;
 
 	if (pthread_mutex_trylock(&pg.lock))
-		return;
+		return 0;
 	for (struct shim_qp *q = pg.busy; q && n < 8; q = q->busy_next)
 		if (q->qp->send_cq == cq)
 			list[n++] = q;
 	pthread_mutex_unlock(&pg.lock);
 	if (!n)
-		return;
+		return 0;
 	now = pace_now();
 	for (size_t i = 0; i < n; i++) {
 		/* never wait for a lock in the application's poll */
 		if (pthread_mutex_trylock(&list[i]->lock))
 			continue;
-		if (list[i]->busy) {
-			reap_split_locked(list[i]);
-			drain_locked(list[i], now);
-		}
+		if (list[i]->busy)
+			service_locked(list[i], now);
+		held |= list[i]->busy;
 		pthread_mutex_unlock(&list[i]->lock);
 	}
+	return held;
 }
 
 void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
@@ -788,7 +829,7 @@ static void *progress_main(void *arg)
 			uint64_t due;
 
 			pthread_mutex_lock(&list[i]->lock);
-			due = list[i]->busy ? drain_locked(list[i], now) : 0;
+			due = list[i]->busy ? service_locked(list[i], now) : 0;
 			pthread_mutex_unlock(&list[i]->lock);
 			if (due && due < next)
 				next = due;

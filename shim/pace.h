@@ -57,8 +57,13 @@ int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg);
 extern _Atomic unsigned shim_pace_queued;
 /* From the application's ibv_poll_cq on @cq: progress the backlogs of the
  * QPs that complete there (split completions, due tokens) without waiting
- * for the progress thread to be scheduled.  Never blocks. */
-void shim_pace_progress(struct ibv_cq *cq);
+ * for the progress thread to be scheduled.  Never blocks.  Returns 1 when a
+ * QP completing on @cq still holds work back (a token or its split chunks
+ * are outstanding), else 0. */
+int shim_pace_progress(struct ibv_cq *cq);
+/* Whether an empty poll of a CQ whose QP is held back yields the CPU
+ * (JUSTITIA_POLL_YIELD, default 1). */
+extern int shim_poll_yield;
 /* ibv_wr_* batches that reach the provider before the shim can hold them
  * (direct QPs, batches replayed by shim_pace_when_idle): charge what was
  * posted to the bucket afterwards, so the next posts wait for it. */

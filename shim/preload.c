@@ -18,6 +18,7 @@
  *   JUSTITIA_LOG=...     see log.h
  *   JUSTITIA_SOCKET=PATH the daemon's control socket
  *   JUSTITIA_CLASS=lat|tput|bw|auto  class of this process's QPs (client.c)
+ *   JUSTITIA_POLL_YIELD=0  never yield the CPU in an empty ibv_poll_cq (pace.h)
  */
 #include "shim.h"
 #include "client.h"
@@ -99,6 +100,9 @@ static void shim_init(void)
 		stats_path = strdup(s);
 		shim_count_all = 1;
 	}
+	s = secure_getenv("JUSTITIA_POLL_YIELD");
+	if (s && !strcmp(s, "0"))
+		shim_poll_yield = 0;
 	shim_client_init();
 	pthread_atfork(shim_registry_atfork_prepare, shim_registry_atfork_parent, atfork_child);
 	shim_log("loaded");

@@ -61,6 +61,7 @@ int shim_split_create(struct shim_qp *q)
 		goto out_err;
 	if (ibv_req_notify_cq(sp->cq, 0))
 		goto out_err;
+	sp->armed = true;
 	a.send_cq = sp->cq;
 	a.recv_cq = sp->cq;
 	sp->qp = ibv_create_qp(q->qp->pd, &a);

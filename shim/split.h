@@ -14,6 +14,7 @@
 #define JUSTITIA_SHIM_SPLIT_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "splitmsg.h"
@@ -34,6 +35,7 @@ struct shim_split {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	int peer_split_qpn;    /* -1 until known */
+	bool armed;            /* cq raises its next completion event (q->lock) */
 	uint8_t rd_atom, init_rd_atom; /* READ chunks in flight: as responder, requester */
 	struct splitmsg_state msg; /* SEND / WRITE_WITH_IMM (splitmsg.c) */
 };

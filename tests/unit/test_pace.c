@@ -197,6 +197,24 @@ static void paced_in_order_and_not_faster(void **state)
 	assert_int_equal(atomic_load(&cseg.st[0].bytes), 8000);
 }
 
+/* An application polling the send CQ of a QP with a backlog is told the
+ * shim holds work back (so an empty poll yields), and no longer once the
+ * backlog is gone; a CQ with no paced QP on it never is. */
+static void progress_says_when_work_is_held_back(void **state)
+{
+	struct ibv_cq other = { .context = &vctx.context };
+
+	post_n(4, 300, 1000); /* 4 ms of tokens at 1 MB/s: most wait */
+	assert_true(provider_count() < 4);
+	assert_int_equal(shim_pace_progress(&cq), 1);
+	assert_int_equal(shim_pace_progress(&other), 0);
+	wait_for(4);
+	assert_int_equal(provider_count(), 4);
+	for (int i = 0; i < 200 && atomic_load(&shim_pace_queued); i++)
+		usleep(1000);
+	assert_int_equal(shim_pace_progress(&cq), 0);
+}
+
 static void send_queue_limit_is_enomem(void **state)
 {
 	struct ibv_sge sge = { .addr = 0x1000, .length = 1000000 }; /* 1 s each */
@@ -428,6 +446,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(paced_in_order_and_not_faster, setup, teardown),
+		cmocka_unit_test_setup_teardown(progress_says_when_work_is_held_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(send_queue_limit_is_enomem, setup, teardown),
 		cmocka_unit_test_setup_teardown(inline_data_is_copied, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_wr_becomes_flush_completion, setup, teardown),
