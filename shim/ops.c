@@ -131,14 +131,12 @@ static int shim_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	struct shim_ctx *c = shim_ctx_find(cq->context);
-	int got;
+	int got, held = 0;
 
 	if (!c) {
 		shim_log_once("poll_cq on an unknown context");
 		return -1;
 	}
-	int held = 0;
-
 	if (__builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_relaxed), 0))
 		held = shim_pace_progress(cq);
 	got = 0;
