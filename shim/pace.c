@@ -405,6 +405,7 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 }
 
 static void reap_split_locked(struct shim_qp *q);
+static void set_fast_locked(struct shim_qp *q);
 
 /* Ask for the split CQ's next completion event, then reap what completed
  * before that (it raises none).  Called with q->lock held. */
@@ -507,6 +508,7 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 	}
 	if (!q->bl_head) {
 		busy_remove(q);
+		set_fast_locked(q);
 		/* off the thread's list: only an event brings it back for
 		 * the peer's split requests */
 		arm_split_locked(q);
@@ -886,21 +888,29 @@ out_close:
 
 /* ------------------------------------------------------------ state changes */
 
+/* Latency class, uncounted: the one-branch post path.  Never while a
+ * backlog drains: a WR taking the fast path would overtake it.  A QP with
+ * a split QP is never fast: two-sided splits count the SENDs it posts
+ * (splitmsg.c).  Called with q->lock held. */
+static void set_fast_locked(struct shim_qp *q)
+{
+	atomic_store_explicit(&q->fast,
+			      !q->bl_head &&
+				      atomic_load_explicit(&q->cls, memory_order_relaxed) ==
+					      JST_CLASS_LATENCY &&
+				      !shim_count_all && !q->split.qp &&
+				      !atomic_load_explicit(&q->classify.on, memory_order_relaxed),
+			      memory_order_relaxed);
+}
+
 void shim_pace_update(struct shim_qp *q)
 {
 	int want = wants_pacing(q);
 
-	/* a QP with a split QP is never fast: two-sided splits count the
-	 * SENDs it posts (splitmsg.c) */
-	atomic_store_explicit(&q->fast,
-			      atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
-				      !shim_count_all && !q->split.qp &&
-				      !atomic_load_explicit(&q->classify.on, memory_order_relaxed),
-			      memory_order_relaxed);
-
 	if (want && progress_start())
 		want = 0;
 	pthread_mutex_lock(&q->lock);
+	atomic_store_explicit(&q->fast, 0, memory_order_relaxed);
 	if (!want && !atomic_load_explicit(&q->direct, memory_order_relaxed)) {
 		/* back to direct: what is queued goes first, unpaced */
 		atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
@@ -908,7 +918,23 @@ void shim_pace_update(struct shim_qp *q)
 	} else if (want) {
 		atomic_store_explicit(&q->direct, 0, memory_order_relaxed);
 	}
+	set_fast_locked(q);
 	pthread_mutex_unlock(&q->lock);
+}
+
+int shim_pace_recheck(struct shim_qp *q)
+{
+	const struct jst_shm_global *g = shim_client_global();
+	uint32_t gen;
+
+	if (!g || !atomic_load_explicit(&q->slot, memory_order_relaxed))
+		return 0;
+	gen = atomic_load_explicit(&g->mode_gen, memory_order_acquire);
+	if (gen == atomic_load_explicit(&q->mode_gen, memory_order_relaxed))
+		return 0;
+	atomic_store_explicit(&q->mode_gen, gen, memory_order_relaxed);
+	shim_pace_update(q);
+	return 1;
 }
 
 int shim_pace_watch(struct shim_qp *q)
