@@ -376,6 +376,11 @@ static void set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, bool win
 		if (hungry_cls(c->fp[i]->cls) && c->fp[i]->active)
 			competing++;
 	mode = n_lat_all ? JST_PACE_PROTECT : competing >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
+	/* controller.pace_mode: the lowest mode the operator allows */
+	if (d->cfg.controller.pace_mode == CONFIG_PACE_SHARE && mode == JST_PACE_OFF)
+		mode = JST_PACE_SHARE;
+	else if (d->cfg.controller.pace_mode == CONFIG_PACE_PROTECT)
+		mode = JST_PACE_PROTECT;
 	entered = mode != c->pace_mode;
 	if (entered) {
 		log_info("pace mode %s (%u latency flows, %zu competing flows)",
@@ -519,7 +524,8 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	}
 
 	/* tokens */
-	c->chunk_bytes = n_lat_all ? (dv ? dv->chunk_latency : 5120)
+	c->chunk_bytes = n_lat_all || c->pace_mode == JST_PACE_PROTECT
+				   ? (dv ? dv->chunk_latency : 5120)
 				   : (dv ? dv->chunk_default : MiB);
 	c->token_ops = tokens_token_ops(cfg->tokens.ops, cfg->tokens.bytes, c->max_rate_bps,
 					dv ? dv->max_ops_per_s : 0);

@@ -102,7 +102,8 @@ void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 {
 	const struct config_device *d = device_conf(fl->cfg, f->device, f->port);
 	uint32_t chunk, flags = 0;
-	int mode = n_latency ? JST_PACE_PROTECT : fl->pace_mode;
+	int mode = n_latency || fl->cfg->controller.pace_mode == CONFIG_PACE_PROTECT
+		   ? JST_PACE_PROTECT : fl->pace_mode;
 
 	chunk = mode == JST_PACE_PROTECT ? (d ? d->chunk_latency : 5120)
 					 : (d ? d->chunk_default : 1048576);

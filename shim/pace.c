@@ -673,6 +673,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			break;
 		}
 		p->wr_api = wr_api;
+		atomic_fetch_add_explicit(&q->st.held, 1, memory_order_relaxed);
 		if (chunk)
 			pend_split(p, chunk, kind);
 		if (q->bl_tail)
