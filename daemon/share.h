@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #define SHARE_WINDOW_NS 250000000ull   /* measure and adapt every 250 ms */
+#define SHARE_LINGER_NS 1000000000ull  /* share -> off after 1 s alone */
 #define SHARE_SATISFIED 0.8            /* below: limited by the application
                                         * (> 1 / SHARE_HEADROOM) */
 #define SHARE_BINDING 0.9              /* at least: limited by its grant */
