@@ -45,7 +45,7 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
 void share_update(struct share_state *st, struct share_flow *f, size_t n)
 {
 	uint64_t c_old = st->c_bps;
-	double moved = 0; /* fraction of C: what a grant equal to each use needs */
+	double moved = 0; /* fraction of C the flows moved */
 	bool binding = false, slack = false, judge = !st->probing;
 	double w_all = total_weight(f, n);
 
@@ -54,12 +54,8 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (satisfied(&f[i], judge, w_all)) {
-			moved += f[i].used * SHARE_HEADROOM;
-			continue;
-		}
 		moved += f[i].used;
-		if (!f[i].granted)
+		if (satisfied(&f[i], judge, w_all) || !f[i].granted)
 			continue;
 		if (f[i].used >= SHARE_BINDING * f[i].granted)
 			binding = true;
@@ -80,7 +76,9 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		}
 	} else {
 		/* the link (or the applications) moved less than granted: C is
-		 * what they moved; after a probe it could not carry, hold */
+		 * what they moved, never more, or the NIC's queue (not the
+		 * grants) would split it; after a probe it could not carry,
+		 * hold */
 		if (st->probing)
 			st->hold = SHARE_HOLD;
 		st->c_bps = clamp_bps((double)c_old * moved);
@@ -98,20 +96,23 @@ void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_
 
 	for (size_t i = 0; i < n; i++)
 		f[i].frac = -1; /* unresolved */
-	/* water-filling: a satisfied flow whose demand fits under its fair
-	 * share of what is left gets exactly its demand; repeat, as each one
-	 * resolved leaves more for the rest */
+	/* water-filling: a satisfied flow whose use fits under its fair share
+	 * of what is left is charged what it uses and granted that plus
+	 * SHARE_HEADROOM (room to grow: the grants may add up to a little
+	 * more than C, by what satisfied flows leave unused); repeat, as each
+	 * one resolved leaves more for the rest */
 	while (changed) {
 		changed = false;
 		for (size_t i = 0; i < n && w > 0; i++) {
-			double demand;
+			double use, fair;
 
 			if (f[i].frac >= 0 || !satisfied(&f[i], judge, w_all))
 				continue;
-			demand = f[i].used * scale * SHARE_HEADROOM;
-			if (demand <= left * weight(&f[i]) / w) {
-				f[i].frac = demand;
-				left -= demand;
+			use = f[i].used * scale;
+			fair = left * weight(&f[i]) / w;
+			if (use <= fair) {
+				f[i].frac = use * SHARE_HEADROOM < fair ? use * SHARE_HEADROOM : fair;
+				left -= use;
 				w -= weight(&f[i]);
 				changed = true;
 			}

@@ -12,14 +12,16 @@
  *  - every window (SHARE_WINDOW_NS) each flow's use u = achieved / granted
  *    is measured (bytes for bandwidth flows, ops for throughput flows);
  *  - a flow using less than SHARE_SATISFIED of its grant is limited by
- *    itself: it keeps what it uses plus SHARE_HEADROOM, and what it leaves
+ *    itself: it is charged what it uses and granted that plus
+ *    SHARE_HEADROOM (never more than its fair share), and what it leaves
  *    goes to the others (work conservation);
  *  - when every other flow uses at least SHARE_BINDING of its grant, the
  *    grants hold the flows back and the link may carry more: after
  *    SHARE_HOLD windows C probes upwards (SHARE_PROBE, then faster while
  *    the flows keep absorbing it);
  *  - when they do not (a probe the link could not carry, or the link got
- *    slower), C becomes what the flows really moved, so that the grants,
+ *    slower), C becomes what the flows really moved, never more, so that
+ *    the grants,
  *    not the NIC's own arbitration, decide the split: the paper's fairness
  *    between message sizes.  Uses measured during a probe the link could
  *    not carry are the NIC's split, not the flows' demand: nobody is judged
@@ -62,7 +64,8 @@ struct share_state {
 /* Start from @c_bps (what the flows moved so far, or MaxRate). */
 void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, size_t n);
 /* A window ended with the flows' use of st->c_bps in @f: adapt C and set
- * every f[i].frac, a fraction of the new C (they add up to at most 1). */
+ * every f[i].frac, a fraction of the new C (they add up to at most 1 plus
+ * the headroom of satisfied flows). */
 void share_update(struct share_state *st, struct share_flow *f, size_t n);
 /* Weighted max-min fair fractions of @c_new_bps given last window's use
  * (measured against @c_old_bps); @judge: whether a flow using little may
