@@ -23,10 +23,12 @@ static void usage(FILE *f)
 	      "  -s, --seed N           (1)\n"
 	      "  -r, --rate GBPS        line rate and MaxRate, Gbit/s (100)\n"
 	      "      --rx-rate GBPS     receive pipeline rate (= line rate)\n"
+	      "      --max-rate MBPS    the controller's MaxRate, Mbit/s (line rate; bw-1024: 95%)\n"
+	      "      --pfc NS           pause threshold of the receive queue, 0 = none (10000)\n"
 	      "  -m, --mtu BYTES        (4096)\n"
 	      "  -a, --arbiter wqe|burst[:N]  transmit arbiter (wqe)\n"
 	      "  -d, --duration MS      measured virtual time (200; bw-1024: 1000)\n"
-	      "  -w, --warmup MS        (50)\n"
+	      "  -w, --warmup MS        (50; bw-1024: 500)\n"
 	      "  -T, --target99 NS      Target99 (3000)\n"
 	      "  -p, --period US        RefPeriod (500)\n"
 	      "  -q, --quiet            no table\n",
@@ -78,13 +80,14 @@ int main(int argc, char **argv)
 		{ "mtu", required_argument, 0, 'm' },	 { "arbiter", required_argument, 0, 'a' },
 		{ "duration", required_argument, 0, 'd' }, { "warmup", required_argument, 0, 'w' },
 		{ "target99", required_argument, 0, 'T' }, { "period", required_argument, 0, 'p' },
+		{ "max-rate", required_argument, 0, 'M' }, { "pfc", required_argument, 0, 'P' },
 		{ "quiet", no_argument, 0, 'q' },	 { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	struct sim_params p;
 	const char *json_path = NULL;
-	int trace = 0, quiet = 0, c, rc = 0;
-	uint64_t v, duration = 0, rx = 0;
+	int trace = 0, quiet = 0, warmup_set = 0, c, rc = 0;
+	uint64_t v, duration = 0, rx = 0, max_rate = 0;
 	struct sim_flow_cfg *flows;
 	json_t *out, *runs;
 
@@ -113,6 +116,12 @@ int main(int argc, char **argv)
 		case 'R':
 			bad = parse_u64(optarg, &rx) || !rx || rx > 10000;
 			break;
+		case 'M':
+			bad = parse_u64(optarg, &max_rate) || !max_rate || max_rate > 10000000;
+			break;
+		case 'P':
+			bad = parse_u64(optarg, &p.nic.pfc_ns);
+			break;
 		case 'm':
 			bad = parse_u64(optarg, &v) || v < 256 || v > 65536;
 			p.nic.mtu = (uint32_t)v;
@@ -126,6 +135,7 @@ int main(int argc, char **argv)
 		case 'w':
 			bad = parse_u64(optarg, &v) || v > 100000;
 			p.warmup_ns = v * 1000000;
+			warmup_set = 1;
 			break;
 		case 'T':
 			bad = parse_u64(optarg, &p.ctl.target99_ns) || !p.ctl.target99_ns;
@@ -150,6 +160,8 @@ int main(int argc, char **argv)
 		}
 	}
 	p.nic.rx_bps = rx ? rx * 1000000000ull : p.nic.line_bps;
+	if (max_rate)
+		p.ctl.max_rate_bps = max_rate * 1000000ull;
 	for (int i = optind; i < argc; i++)
 		if (!sim_scen_find(argv[i])) {
 			fprintf(stderr, "justsim: no scenario %s (justsim --list)\n", argv[i]);
@@ -182,6 +194,10 @@ int main(int argc, char **argv)
 										: p.duration_ns;
 		if (s->hosts)
 			sp.hosts = s->hosts;
+		if (s->warmup_ns && !warmup_set)
+			sp.warmup_ns = s->warmup_ns;
+		if (s->max_rate_permille && !max_rate)
+			sp.ctl.max_rate_bps = sp.nic.line_bps / 1000 * s->max_rate_permille;
 		for (int j = 0; j < 2; j++) {
 			struct sim_result r;
 

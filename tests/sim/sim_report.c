@@ -13,7 +13,7 @@ json_t *sim_report_params(const struct sim_params *p)
 	const struct sim_ctl_cfg *c = &p->ctl;
 
 	return json_pack(
-		"{s:{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:i}"
+		"{s:{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:i,s:I}"
 		",s:{s:I,s:I,s:i,s:I,s:I,s:i,s:i,s:i,s:s}"
 		",s:I,s:I,s:I}",
 		"nic", "line_bps", (json_int_t)n->line_bps, "rx_bps", (json_int_t)n->rx_bps,
@@ -21,7 +21,7 @@ json_t *sim_report_params(const struct sim_params *p)
 		(json_int_t)n->prop_ns, "fetch_ns", (json_int_t)n->fetch_ns, "fetch_jitter_ns",
 		(json_int_t)n->fetch_jitter_ns, "wqe_ns", (json_int_t)n->wqe_ns, "resp_ns",
 		(json_int_t)n->resp_ns, "cqe_ns", (json_int_t)n->cqe_ns, "arbiter",
-		arb_name(n->arb), "burst_pkts", (int)n->burst_pkts,
+		arb_name(n->arb), "burst_pkts", (int)n->burst_pkts, "pfc_ns", (json_int_t)n->pfc_ns,
 		"controller", "max_rate_bps", (json_int_t)c->max_rate_bps, "period_ns",
 		(json_int_t)c->period_ns, "window", (int)c->window, "target99_ns",
 		(json_int_t)c->target99_ns, "token_bytes", (json_int_t)c->token_bytes,
@@ -45,6 +45,7 @@ void sim_report_params_text(FILE *f, const struct sim_params *p)
 		(unsigned long long)n->resp_ns, (unsigned long long)n->cqe_ns, arb_name(n->arb));
 	if (n->arb == SIM_ARB_BURST)
 		fprintf(f, " (%u packets)", n->burst_pkts);
+	fprintf(f, ", PFC at %llu ns", (unsigned long long)n->pfc_ns);
 	fprintf(f,
 		"\ncontroller: MaxRate %.0f Gbit/s, RefPeriod %llu us, window %u, Target99 %.2f us, "
 		"TokenBytes %llu, chunk %u B (latency flows) / %u B, split window %u, "

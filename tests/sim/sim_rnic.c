@@ -53,7 +53,7 @@ struct nic {
 	struct txq *cur;            /* next active queue in round-robin order */
 	struct txq *holder;         /* the queue whose turn is running */
 	uint32_t burst_left;
-	bool busy;
+	bool busy, paused;
 	uint64_t tx_ps, rx_ps;
 	struct sim_nic_stats st;
 };
@@ -93,6 +93,7 @@ void sim_nic_params_default(struct sim_nic_params *p)
 		.cqe_ns = 150,
 		.arb = SIM_ARB_WQE,
 		.burst_pkts = 1,
+		.pfc_ns = 10000,
 	};
 }
 
@@ -319,12 +320,36 @@ static void send_one(struct sim_net *n, unsigned host, struct txq *t)
 	}
 }
 
+static void unpause(void *arg, uint64_t host)
+{
+	struct sim_net *n = arg;
+
+	n->nic[host].paused = false;
+	kick(n, (unsigned)host);
+}
+
+/* Lossless backpressure (PFC on one priority): while the receive queue of
+ * the next packet's destination holds more than pfc_ns of work, the whole
+ * transmit port pauses, whichever QP is next. */
+static bool pfc_paused(struct sim_net *n, unsigned host, const struct txq *t)
+{
+	const struct nic *d = &n->nic[t->qp->peer->host];
+	uint64_t now_ps = n->q->now * 1000, lim = n->p.pfc_ns * 1000;
+
+	if (!n->p.pfc_ns || d->rx_ps <= now_ps + lim)
+		return false;
+	n->nic[host].paused = true;
+	n->nic[host].st.pause_ns += ps_to_ns_up(d->rx_ps - now_ps - lim);
+	sim_evq_at(n->q, ps_to_ns_up(d->rx_ps - lim), unpause, n, host);
+	return true;
+}
+
 static void kick(struct sim_net *n, unsigned host)
 {
 	struct nic *c = &n->nic[host];
 	struct txq *t;
 
-	if (c->busy)
+	if (c->busy || c->paused)
 		return;
 	t = c->holder;
 	if (!t) {
@@ -334,6 +359,8 @@ static void kick(struct sim_net *n, unsigned host)
 		c->holder = t;
 		c->burst_left = n->p.burst_pkts;
 	}
+	if (pfc_paused(n, host, t))
+		return;
 	send_one(n, host, t);
 }
 

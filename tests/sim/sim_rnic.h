@@ -14,7 +14,10 @@
  *     when it starts (per-WQE processing);
  *   - every packet carries hdr_bytes of headers on the wire;
  *   - a receive pipeline of finite rate rx_bps, FIFO over all senders (so
- *     incast queues there; the switch has infinite buffers, no PFC, no drops);
+ *     incast queues there: the switch's egress queue); lossless: while the
+ *     destination of a NIC's next packet has more than pfc_ns of work
+ *     queued, that NIC's whole transmit port pauses (PFC on one priority,
+ *     so a paused port blocks all its QPs); no drops, no ECN/DCQCN;
  *   - the responder acknowledges a message's last packet resp_ns after
  *     receiving it; ACKs take prop_ns and bypass both pipelines (tiny);
  *   - READ: the request (one header-only packet) goes through the
@@ -47,6 +50,7 @@ struct sim_nic_params {
 	uint64_t cqe_ns;            /* ACK in -> completion visible */
 	enum sim_arb arb;
 	uint32_t burst_pkts;        /* SIM_ARB_BURST */
+	uint64_t pfc_ns;            /* pause threshold; 0 = no backpressure */
 };
 
 /* The defaults (docs/rnic-model.md): 100 Gbit/s, MTU 4096, ... */
@@ -99,6 +103,7 @@ void sim_qp_post_recv(struct sim_qp *q, uint64_t wr_id);
 struct sim_nic_stats {
 	uint64_t tx_payload, tx_wire, tx_pkts, rx_payload, busy_ns;
 	uint64_t rx_queue_max_ns;   /* longest wait in the receive pipeline */
+	uint64_t pause_ns;          /* transmit paused by backpressure */
 };
 void sim_nic_stats(const struct sim_net *n, unsigned host, struct sim_nic_stats *out);
 
