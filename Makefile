@@ -200,7 +200,7 @@ $(B)/bench/bench_controller: $(B)/obj/tests/bench/bench_controller.o \
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
-bench: $(BENCHES)
+bench: $(BENCHES) $(JUSTSIM)
 	$(Q)tests/bench/run-bench
 
 # ---------------------------------------------------------------- fuzz targets

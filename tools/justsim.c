@@ -23,7 +23,7 @@ static void usage(FILE *f)
 	      "  -s, --seed N           (1)\n"
 	      "  -r, --rate GBPS        line rate and MaxRate, Gbit/s (100)\n"
 	      "      --rx-rate GBPS     receive pipeline rate (= line rate)\n"
-	      "      --max-rate MBPS    the controller's MaxRate, Mbit/s (line rate; bw-1024: 95%)\n"
+	      "      --max-rate MBPS    the controller's MaxRate, Mbit/s (= line rate)\n"
 	      "      --pfc NS           pause threshold of the receive queue, 0 = none (10000)\n"
 	      "  -m, --mtu BYTES        (4096)\n"
 	      "  -a, --arbiter wqe|burst[:N]  transmit arbiter (wqe)\n"
@@ -196,8 +196,6 @@ int main(int argc, char **argv)
 			sp.hosts = s->hosts;
 		if (s->warmup_ns && !warmup_set)
 			sp.warmup_ns = s->warmup_ns;
-		if (s->max_rate_permille && !max_rate)
-			sp.ctl.max_rate_bps = sp.nic.line_bps / 1000 * s->max_rate_permille;
 		for (int j = 0; j < 2; j++) {
 			struct sim_result r;
 

@@ -18,7 +18,6 @@ struct sim_scen {
 	uint64_t duration_ns;       /* 0: the run's default */
 	unsigned hosts;             /* 0: the run's default (2) */
 	uint64_t warmup_ns;         /* 0: the run's default */
-	uint32_t max_rate_permille; /* MaxRate, of the line rate; 0: the line rate */
 };
 
 extern const struct sim_scen sim_scens[];
