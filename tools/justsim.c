@@ -31,6 +31,7 @@ static void usage(FILE *f)
 	      "  -w, --warmup MS        (50; bw-1024: 500)\n"
 	      "  -T, --target99 NS      Target99 (3000)\n"
 	      "  -p, --period US        RefPeriod (500)\n"
+	      "      --start US         applications start (1000; the daemon at 0)\n"
 	      "  -q, --quiet            no table\n",
 	      f);
 }
@@ -81,6 +82,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, 0, 'd' }, { "warmup", required_argument, 0, 'w' },
 		{ "target99", required_argument, 0, 'T' }, { "period", required_argument, 0, 'p' },
 		{ "max-rate", required_argument, 0, 'M' }, { "pfc", required_argument, 0, 'P' },
+		{ "start", required_argument, 0, 'S' },
 		{ "quiet", no_argument, 0, 'q' },	 { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -118,6 +120,10 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			bad = parse_u64(optarg, &max_rate) || !max_rate || max_rate > 10000000;
+			break;
+		case 'S':
+			bad = parse_u64(optarg, &v) || v > 100000000;
+			p.start_ns = v * 1000;
 			break;
 		case 'P':
 			bad = parse_u64(optarg, &p.nic.pfc_ns);
