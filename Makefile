@@ -77,7 +77,7 @@ JUSTBENCH_LIBS := -libverbs -ljansson -pthread
 # controller modules on top, in virtual time.
 SIM_SRCS     := $(wildcard tests/sim/*.c)
 SIM_OBJS     := $(SIM_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/quantile.o \
-	$(B)/obj/daemon/aimd.o $(B)/obj/daemon/tokens.o
+	$(B)/obj/daemon/aimd.o $(B)/obj/daemon/tokens.o $(B)/obj/daemon/share.o
 JUSTSIM      := $(B)/justsim
 JUSTSIM_LIBS := -ljansson
 

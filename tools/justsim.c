@@ -32,6 +32,7 @@ static void usage(FILE *f)
 	      "  -T, --target99 NS      Target99 (3000)\n"
 	      "  -p, --period US        RefPeriod (500)\n"
 	      "      --start US         applications start (1000; the daemon at 0)\n"
+	      "      --pace-mode M      auto, share, protect (controller.pace_mode) or paper (auto)\n"
 	      "  -q, --quiet            no table\n",
 	      f);
 }
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, 0, 'd' }, { "warmup", required_argument, 0, 'w' },
 		{ "target99", required_argument, 0, 'T' }, { "period", required_argument, 0, 'p' },
 		{ "max-rate", required_argument, 0, 'M' }, { "pfc", required_argument, 0, 'P' },
-		{ "start", required_argument, 0, 'S' },
+		{ "start", required_argument, 0, 'S' },	 { "pace-mode", required_argument, 0, 'X' },
 		{ "quiet", no_argument, 0, 'q' },	 { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -120,6 +121,18 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			bad = parse_u64(optarg, &max_rate) || !max_rate || max_rate > 10000000;
+			break;
+		case 'X':
+			if (!strcmp(optarg, "auto"))
+				p.ctl.min_pace_mode = JST_PACE_OFF;
+			else if (!strcmp(optarg, "share"))
+				p.ctl.min_pace_mode = JST_PACE_SHARE;
+			else if (!strcmp(optarg, "protect"))
+				p.ctl.min_pace_mode = JST_PACE_PROTECT;
+			else if (!strcmp(optarg, "paper"))
+				p.ctl.min_pace_mode = SIM_PACE_PAPER;
+			else
+				bad = 1;
 			break;
 		case 'S':
 			bad = parse_u64(optarg, &v) || v > 100000000;

@@ -78,7 +78,7 @@ static void ref_done(void *arg)
 }
 
 /* ------------------------------------------------- one step */
-static void trace_add(struct sim_ctl *k, uint64_t now, uint64_t cur)
+static void trace_add(struct sim_ctl *k, uint64_t now, uint64_t cur, uint64_t stream)
 {
 	if (k->n_trace == k->cap_trace) {
 		k->cap_trace = k->cap_trace ? 2 * k->cap_trace : 1024;
@@ -87,20 +87,24 @@ static void trace_add(struct sim_ctl *k, uint64_t now, uint64_t cur)
 	k->trace[k->n_trace++] = (struct sim_ctl_point){ .t_ns = now,
 							 .safe_util_bps = k->a.safe_util_bps,
 							 .current99_ns = cur,
-							 .action = (uint8_t)k->a.action };
+							 .stream_bps = stream,
+							 .action = (uint8_t)k->a.action,
+							 .mode = (uint8_t)k->mode };
 }
 
 static void step(void *arg, uint64_t u)
 {
 	struct sim_ctl *k = arg;
-	uint64_t now = sim_verbs_now(k->ctx), t0, dt, cur = 0;
+	uint64_t now = sim_verbs_now(k->ctx), t0, dt, cur = 0, stream;
+	uint32_t chunk;
 	struct aimd_counts cnt;
 	struct tokens_params tp;
 	bool fresh;
 
 	t0 = cpu_now();
 	for (uint32_t i = 0; i < k->n_flows; i++) {
-		k->af[i] = (struct aimd_flow){ .app = i, .cls = cls_of(k->flows[i]),
+		k->cls[i] = cls_of(k->flows[i]);
+		k->af[i] = (struct aimd_flow){ .app = i, .cls = k->cls[i],
 					       .active = sim_flow_active(k->flows[i]) };
 		k->tf[i] = (struct tokens_flow){ .weight = k->flows[i]->c.weight, .app = i,
 						 .cls = k->af[i].cls, .active = k->af[i].active };
@@ -117,24 +121,35 @@ static void step(void *arg, uint64_t u)
 		.safe_util_bps = k->a.safe_util_bps,
 		.token_bytes = k->c.token_bytes,
 		.token_ops = tokens_token_ops(0, k->c.token_bytes, k->c.max_rate_bps, 0),
-		.chunk_bytes = cnt.lat ? k->c.chunk_latency : k->c.chunk_default,
+		.chunk_bytes = cnt.lat || (k->mode == JST_PACE_PROTECT &&
+					   k->c.min_pace_mode != SIM_PACE_PAPER)
+				       ? k->c.chunk_latency
+							       : k->c.chunk_default,
 		.alpha_permille = k->c.alpha_permille,
 		.one_per_app = k->c.one_per_app,
 	};
 	tokens_distribute(k->tf, k->n_flows, &tp);
+	k->mode = k->c.min_pace_mode == SIM_PACE_PAPER
+			  ? JST_PACE_PROTECT
+			  : sim_share_step(&k->share, k->flows, k->cls, k->tf, k->n_flows,
+					   cnt.lat, now);
 	dt = cpu_now() - t0;
+	stream = k->mode == JST_PACE_PROTECT ? k->a.safe_util_bps
+		 : k->mode == JST_PACE_SHARE ? k->share.st.c_bps : 0;
 	k->steps++;
 	k->cpu_ns += dt;
 	if (dt > k->cpu_max_ns)
 		k->cpu_max_ns = dt;
 	if (now >= k->meas_start) {
 		k->grant_sum_bps += k->a.safe_util_bps;
+		k->stream_sum_bps += stream ? stream : k->c.max_rate_bps;
 		k->grant_n++;
 	}
-	trace_add(k, now, cur);
+	trace_add(k, now, cur, stream);
+	/* OFF: the daemon publishes no PACE or SPLIT flag */
+	chunk = k->mode == JST_PACE_OFF ? 0 : tp.chunk_bytes;
 	for (uint32_t i = 0; i < k->n_flows; i++)
-		sim_flow_grant(k->flows[i], k->tf[i].rate_bps, k->tf[i].ops_per_s,
-			       k->tf[i].chunk_bytes);
+		sim_flow_grant(k->flows[i], k->tf[i].rate_bps, k->tf[i].ops_per_s, chunk);
 	/* the reference flow runs while a latency flow exists */
 	if (cnt.lat && !k->ref_busy)
 		ref_post(k);
@@ -172,6 +187,10 @@ int sim_ctl_init(struct sim_ctl *k, struct ibv_context **ctxs, const struct sim_
 	k->n_flows = n_flows;
 	k->af = sim_zalloc((n_flows + 1) * sizeof(*k->af));
 	k->tf = sim_zalloc((n_flows + 1) * sizeof(*k->tf));
+	k->cls = sim_zalloc(n_flows + 1);
+	k->mode = -1;
+	sim_share_init(&k->share, n_flows, c->min_pace_mode, c->max_rate_bps, c->token_bytes,
+		       tokens_token_ops(0, c->token_bytes, c->max_rate_bps, 0));
 	k->cq = sim_verbs_create_cq(k->ctx, 8);
 	k->peer_cq = sim_verbs_create_cq(ctxs[c->ref_peer], 8);
 	k->qp = mk_qp(k->ctx, k->cq);
@@ -187,6 +206,8 @@ void sim_ctl_fini(struct sim_ctl *k)
 	quantile_fini(&k->win);
 	free(k->af);
 	free(k->tf);
+	free(k->cls);
+	sim_share_fini(&k->share);
 	free(k->trace);
 	sim_verbs_destroy_qp(k->qp);
 	sim_verbs_destroy_qp(k->peer_qp);
@@ -198,5 +219,5 @@ void sim_ctl_fini(struct sim_ctl *k)
 void sim_ctl_measure(struct sim_ctl *k, uint64_t now)
 {
 	k->meas_start = now;
-	k->grant_sum_bps = k->grant_n = 0;
+	k->grant_sum_bps = k->grant_n = k->stream_sum_bps = 0;
 }

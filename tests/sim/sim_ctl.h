@@ -25,6 +25,9 @@
 #include "daemon/quantile.h"
 #include "daemon/tokens.h"
 #include "sim_flow.h"
+#include "sim_share.h"
+
+#define SIM_PACE_PAPER (-1)
 
 struct sim_ctl_cfg {
 	uint64_t max_rate_bps;
@@ -37,6 +40,10 @@ struct sim_ctl_cfg {
 	uint32_t chunk_latency, chunk_default;
 	uint32_t alpha_permille;
 	bool one_per_app;
+	int min_pace_mode;           /* enum jst_pace_mode: controller.pace_mode;
+	                              * SIM_PACE_PAPER: no pace modes, tokens at
+	                              * SafeUtil also without latency flows (the
+	                              * paper; the daemon before share.c) */
 	unsigned host, ref_peer;
 };
 
@@ -45,7 +52,9 @@ void sim_ctl_cfg_default(struct sim_ctl_cfg *c, uint64_t max_rate_bps);
 
 struct sim_ctl_point {
 	uint64_t t_ns, safe_util_bps, current99_ns;
+	uint64_t stream_bps;         /* the tokens' rate: SafeUtil, C (SHARE), 0 (OFF) */
 	uint8_t action;              /* enum aimd_action */
+	uint8_t mode;                /* enum jst_pace_mode */
 };
 
 struct sim_ctl {
@@ -58,6 +67,9 @@ struct sim_ctl {
 	uint32_t n_flows;
 	struct aimd_flow *af;
 	struct tokens_flow *tf;
+	uint8_t *cls;
+	struct sim_share share;
+	int mode;
 	/* the reference flow */
 	struct ibv_context *ctx;
 	struct ibv_cq *cq, *peer_cq;
@@ -69,6 +81,7 @@ struct sim_ctl {
 	uint32_t n_trace, cap_trace;
 	uint64_t steps, cpu_ns, cpu_max_ns;
 	uint64_t grant_sum_bps, grant_n;  /* SafeUtil averaged over measured steps */
+	uint64_t stream_sum_bps;          /* the tokens' rate (OFF: MaxRate), the same */
 	uint64_t meas_start;
 };
 

@@ -162,6 +162,8 @@ static void completed(struct sim_flow *f, const struct ibv_wc *wc)
 		return;
 	}
 	f->outstanding--;
+	f->tot_bytes += f->c.msg_bytes;
+	f->tot_msgs++;
 	if (now < f->meas_start)
 		return;
 	f->msgs++;

@@ -72,6 +72,7 @@ struct sim_flow {
 	uint32_t backlog;           /* application messages waiting to be split */
 	uint32_t tput_left;         /* TPUT: messages of this batch not posted yet */
 	/* results (from the measurement start) */
+	uint64_t tot_bytes, tot_msgs;  /* since the start (the daemon's window counters) */
 	uint64_t meas_start, bytes, msgs;
 	uint64_t *lat;
 	uint32_t n_lat, cap_lat;

@@ -7,6 +7,20 @@ static const char *arb_name(enum sim_arb a)
 	return a == SIM_ARB_BURST ? "burst" : "wqe";
 }
 
+static const char *mode_name(int m)
+{
+	switch (m) {
+	case SIM_PACE_PAPER:
+		return "paper";
+	case JST_PACE_SHARE:
+		return "share";
+	case JST_PACE_PROTECT:
+		return "protect";
+	default:
+		return "auto";
+	}
+}
+
 json_t *sim_report_params(const struct sim_params *p)
 {
 	const struct sim_nic_params *n = &p->nic;
@@ -14,7 +28,7 @@ json_t *sim_report_params(const struct sim_params *p)
 
 	return json_pack(
 		"{s:{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:i,s:I}"
-		",s:{s:I,s:I,s:i,s:I,s:I,s:i,s:i,s:i,s:s}"
+		",s:{s:I,s:I,s:i,s:I,s:I,s:i,s:i,s:i,s:s,s:s}"
 		",s:I,s:I,s:I}",
 		"nic", "line_bps", (json_int_t)n->line_bps, "rx_bps", (json_int_t)n->rx_bps,
 		"mtu", (int)n->mtu, "hdr_bytes", (int)n->hdr_bytes, "prop_ns",
@@ -26,7 +40,7 @@ json_t *sim_report_params(const struct sim_params *p)
 		(json_int_t)c->period_ns, "window", (int)c->window, "target99_ns",
 		(json_int_t)c->target99_ns, "token_bytes", (json_int_t)c->token_bytes,
 		"chunk_latency", (int)c->chunk_latency, "chunk_default", (int)c->chunk_default,
-		"split_window", SIM_SPLIT_WINDOW, "pacer", "model-side common/bucket.h (not the shim)",
+		"split_window", SIM_SPLIT_WINDOW, "pace_mode", mode_name(c->min_pace_mode), "pacer", "model-side common/bucket.h (not the shim)",
 		"seed", (json_int_t)p->seed, "warmup_ns", (json_int_t)p->warmup_ns, "duration_ns",
 		(json_int_t)p->duration_ns);
 }
@@ -49,10 +63,11 @@ void sim_report_params_text(FILE *f, const struct sim_params *p)
 	fprintf(f,
 		"\ncontroller: MaxRate %.0f Gbit/s, RefPeriod %llu us, window %u, Target99 %.2f us, "
 		"TokenBytes %llu, chunk %u B (latency flows) / %u B, split window %u, "
-		"model-side pacer (common/bucket.h)\nrun: seed %llu, warmup %llu ms, measured %llu ms\n",
+		"pace mode %s, model-side pacer (common/bucket.h)\nrun: seed %llu, warmup %llu ms, measured %llu ms\n",
 		c->max_rate_bps / 1e9, (unsigned long long)c->period_ns / 1000, c->window,
 		c->target99_ns / 1e3, (unsigned long long)c->token_bytes, c->chunk_latency,
-		c->chunk_default, SIM_SPLIT_WINDOW, (unsigned long long)p->seed,
+		c->chunk_default, SIM_SPLIT_WINDOW, mode_name(c->min_pace_mode),
+		(unsigned long long)p->seed,
 		(unsigned long long)p->warmup_ns / 1000000,
 		(unsigned long long)p->duration_ns / 1000000);
 }
@@ -92,16 +107,20 @@ json_t *sim_report_run(const struct sim_scen *s, const struct sim_params *p,
 		json_t *t = json_array();
 
 		for (uint32_t i = 0; trace && i < r->n_trace; i++)
-			json_array_append_new(t, json_pack("[I,I,I]",
+			json_array_append_new(t, json_pack("[I,I,I,I,i]",
 							   (json_int_t)r->trace[i].t_ns,
 							   (json_int_t)r->trace[i].safe_util_bps,
-							   (json_int_t)r->trace[i].current99_ns));
+							   (json_int_t)r->trace[i].current99_ns,
+							   (json_int_t)r->trace[i].stream_bps,
+							   (int)r->trace[i].mode));
 		json_object_set_new(o, "controller",
-				    json_pack("{s:I,s:I,s:f,s:f,s:o}", "safe_util_avg_bps",
-					      (json_int_t)r->safe_util_avg_bps, "steps",
+				    json_pack("{s:I,s:I,s:i,s:I,s:f,s:f,s:o}", "safe_util_avg_bps",
+					      (json_int_t)r->safe_util_avg_bps, "stream_avg_bps",
+					      (json_int_t)r->stream_avg_bps, "pace_mode_changes",
+					      (int)r->mode_changes, "steps",
 					      (json_int_t)r->steps, "cpu_ns_per_step",
 					      r->cpu_ns_per_step, "cpu_max_ns", r->cpu_max_ns,
-					      "trace_t_safeutil_current99", t));
+					      "trace_t_safeutil_current99_stream_mode", t));
 	}
 	return o;
 }
@@ -109,7 +128,7 @@ json_t *sim_report_run(const struct sim_scen *s, const struct sim_params *p,
 void sim_report_head(FILE *f)
 {
 	fprintf(f, "%-14s %-8s %8s %8s %8s %9s %9s %6s %7s %9s %9s\n", "scenario", "variant",
-		"p50 us", "p99 us", "p99.9 us", "bw Gb/s", "min Gb/s", "jain", "tput Mo", "SafeU Gb",
+		"p50 us", "p99 us", "p99.9 us", "bw Gb/s", "min Gb/s", "jain", "tput Mo", "tokens Gb",
 		"ctl us");
 }
 
@@ -136,7 +155,7 @@ void sim_report_row(FILE *f, const struct sim_scen *s, const struct sim_result *
 	else
 		fprintf(f, " %7s", "-");
 	if (r->justitia && r->steps)
-		fprintf(f, " %9.2f %9.2f\n", r->safe_util_avg_bps / 1e9, r->cpu_ns_per_step / 1e3);
+		fprintf(f, " %9.2f %9.2f\n", r->stream_avg_bps / 1e9, r->cpu_ns_per_step / 1e3);
 	else
 		fprintf(f, " %9s %9s\n", "-", "-");
 }

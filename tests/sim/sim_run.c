@@ -174,6 +174,8 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 		uint64_t every = p->trace_every_ns ? p->trace_every_ns : 1, next = 0;
 
 		out->safe_util_avg_bps = k->grant_n ? k->grant_sum_bps / k->grant_n : 0;
+		out->stream_avg_bps = k->grant_n ? k->stream_sum_bps / k->grant_n : 0;
+		out->mode_changes = k->share.mode_changes;
 		out->steps = k->steps;
 		out->cpu_ns_per_step = k->steps ? (double)k->cpu_ns / (double)k->steps : 0;
 		out->cpu_max_ns = (double)k->cpu_max_ns;

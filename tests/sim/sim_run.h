@@ -43,6 +43,8 @@ struct sim_result {
 	double tput_mops;
 	/* controller (host 0's) */
 	uint64_t safe_util_avg_bps;
+	uint64_t stream_avg_bps;    /* the tokens' rate: SafeUtil, C (SHARE), MaxRate (OFF) */
+	uint32_t mode_changes;
 	uint64_t steps;
 	double cpu_ns_per_step, cpu_max_ns;
 	struct sim_ctl_point *trace;
