@@ -67,6 +67,15 @@ struct pkt {
 	struct pkt *next;
 };
 
+/* Packets come from slabs owned by the net, so those still in flight when a
+ * run ends (their events never run) are freed with it. */
+#define PKT_SLAB 256
+
+struct pkt_slab {
+	struct pkt_slab *next;
+	struct pkt p[PKT_SLAB];
+};
+
 struct sim_net {
 	struct sim_evq *q;
 	struct sim_nic_params p;
@@ -76,6 +85,7 @@ struct sim_net {
 	uint32_t next_qpn;
 	struct sim_qp *all;
 	struct pkt *free_pkts;
+	struct pkt_slab *slabs;
 };
 
 void sim_nic_params_default(struct sim_nic_params *p)
@@ -120,7 +130,7 @@ struct sim_net *sim_net_new(struct sim_evq *q, const struct sim_nic_params *p, u
 void sim_net_free(struct sim_net *n)
 {
 	struct sim_qp *qp, *nx;
-	struct pkt *k, *kn;
+	struct pkt_slab *sl, *sn;
 
 	if (!n)
 		return;
@@ -132,9 +142,9 @@ void sim_net_free(struct sim_net *n)
 		free(qp->recv);
 		free(qp);
 	}
-	for (k = n->free_pkts; k; k = kn) {
-		kn = k->next;
-		free(k);
+	for (sl = n->slabs; sl; sl = sn) {
+		sn = sl->next;
+		free(sl);
 	}
 	free(n->nic);
 	free(n);
@@ -246,12 +256,20 @@ static void ring_del(struct nic *c, struct txq *t)
 
 static struct pkt *pkt_new(struct sim_net *n)
 {
-	struct pkt *k = n->free_pkts;
+	struct pkt *k;
 
-	if (k)
-		n->free_pkts = k->next;
-	else
-		k = sim_zalloc(sizeof(*k));
+	if (!n->free_pkts) {
+		struct pkt_slab *sl = sim_zalloc(sizeof(*sl));
+
+		sl->next = n->slabs;
+		n->slabs = sl;
+		for (unsigned i = 0; i < PKT_SLAB; i++) {
+			sl->p[i].next = n->free_pkts;
+			n->free_pkts = &sl->p[i];
+		}
+	}
+	k = n->free_pkts;
+	n->free_pkts = k->next;
 	return k;
 }
 

@@ -83,7 +83,8 @@ static void collect(struct sim_result *r, struct sim_flow **fl, uint32_t n, uint
 		struct sim_flow *f = fl[i];
 
 		if (f->c.kind == SIM_FLOW_LAT) {
-			memcpy(all + k, f->lat, f->n_lat * sizeof(*all));
+			if (f->n_lat)
+				memcpy(all + k, f->lat, f->n_lat * sizeof(*all));
 			k += f->n_lat;
 		} else if (f->c.kind == SIM_FLOW_BW) {
 			uint64_t x = rate(f->bytes, dur);
