@@ -106,6 +106,19 @@ static uint32_t f_bw1024(struct sim_flow_cfg *f, uint32_t max)
 	return 1024;
 }
 
+/* A READ elephant: host 0 reads 1 MiB messages from host 1, whose NIC
+ * sends the responses; a latency flow from host 1 to host 0 shares that
+ * NIC's transmit pipeline. */
+static uint32_t f_read_elephant(struct sim_flow_cfg *f, uint32_t max)
+{
+	f[0] = lat();
+	f[0].src = 1;
+	f[0].dst = 0;
+	f[1] = bw(MiB, 16);
+	f[1].opcode = IBV_WR_RDMA_READ;
+	return 2;
+}
+
 /* incast: 1 MiB elephants from hosts 1..3 and a latency flow from host 4,
  * all into host 0 */
 static uint32_t f_incast(struct sim_flow_cfg *f, uint32_t max)
@@ -138,6 +151,8 @@ const struct sim_scen sim_scens[] = {
 	 * message of each (360 MB in all) takes ~30 ms of line to drain */
 	{ "bw-1024", "1024 bandwidth flows, 64 KiB and 640 KiB messages", f_bw1024, true, true,
 	  1000000000ull, 0, 500000000ull },
+	{ "read-elephant", "ping-pong 1->0 next to 1 MiB READs by host 0 from host 1",
+	  f_read_elephant, true, true, 0 },
 	{ "incast", "3 elephants and a latency flow into one host (5 hosts)", f_incast, true,
 	  true, 0, 5 },
 };

@@ -277,6 +277,34 @@ static void throughput_directions(void **state)
 	sim_result_free(&just);
 }
 
+/* A lone flow is left alone (pace mode OFF): the same bytes as plain. */
+static void lone_flow_untouched(void **state)
+{
+	struct sim_result plain, just;
+
+	run("bw-alone", false, &plain);
+	run("bw-alone", true, &just);
+	assert_int_equal(just.bw_sum_bps, plain.bw_sum_bps);
+	assert_true(just.stream_avg_bps == 100000000000ull); /* OFF counts as MaxRate */
+	sim_result_free(&plain);
+	sim_result_free(&just);
+}
+
+/* READ responses come from the responder's NIC: a latency flow leaving
+ * that host waits behind them. */
+static void read_responses_use_the_responder(void **state)
+{
+	struct sim_result alone, read;
+
+	run("lat-alone", false, &alone);
+	run("read-elephant", false, &read);
+	assert_int_equal(read.n_bw, 1);
+	assert_true(read.bw_sum_bps > 0);
+	assert_true(read.lat.p99 > 10 * alone.lat.p99);
+	sim_result_free(&alone);
+	sim_result_free(&read);
+}
+
 /* The receive side is finite: three senders into one host share its
  * receive rate, and backpressure bounds the queue. */
 static void incast_shares_the_receiver(void **state)
@@ -303,6 +331,8 @@ int main(void)
 		cmocka_unit_test(isolation_directions),
 		cmocka_unit_test(fairness_directions),
 		cmocka_unit_test(throughput_directions),
+		cmocka_unit_test(lone_flow_untouched),
+		cmocka_unit_test(read_responses_use_the_responder),
 		cmocka_unit_test(incast_shares_the_receiver),
 	};
 
