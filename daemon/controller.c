@@ -327,6 +327,7 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 			.weight = f->weight,
 			.granted = entered ? 0 : granted_bps(c, f) / cb,
 			.used = used_bps(c, f) / cb,
+			.satisfied = f->share_sat,
 		};
 		k++;
 	}
@@ -357,6 +358,8 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 
 		if (!hungry_cls(f->cls))
 			continue;
+		if (competing(f))
+			f->share_sat = sf[k].satisfied;
 		frac = competing(f) ? sf[k++].frac : 0;
 		if (frac <= 0) /* not active, or new since the window: room to start */
 			frac = w / (w_act + w);

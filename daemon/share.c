@@ -16,15 +16,13 @@ static double total_weight(const struct share_flow *f, size_t n)
 	return w;
 }
 
-/* Limited by itself: it used well below what it was granted.  Without
- * @judge (the window ran on a probe the NIC may have split its own way)
- * only a flow already held below its fair share counts: one at its fair
- * share using little may just have lost the NIC's arbitration. */
-static bool satisfied(const struct share_flow *f, bool judge, double w_all)
+/* Limited by itself (share.h): it used well below its grant, and either
+ * was judged so already or is judged now, on a link that had room. */
+static bool satisfied(const struct share_flow *f, bool judge)
 {
 	if (!(f->granted > 0 && f->used < SHARE_SATISFIED * f->granted))
 		return false;
-	return judge || f->granted < 0.999 * weight(f) / w_all;
+	return f->satisfied || judge;
 }
 
 static uint64_t clamp_bps(double c)
@@ -39,23 +37,29 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
 	st->c_bps = clamp_bps((double)c_bps);
 	st->hold = 0;
 	st->probing = false;
-	share_split(f, n, st->c_bps, st->c_bps, false);
+	for (size_t i = 0; i < n; i++)
+		f[i].satisfied = false;
+	share_split(f, n, st->c_bps, st->c_bps);
 }
 
 void share_update(struct share_state *st, struct share_flow *f, size_t n)
 {
 	uint64_t c_old = st->c_bps;
 	double moved = 0; /* fraction of C the flows moved */
-	bool binding = false, slack = false, judge = !st->probing;
-	double w_all = total_weight(f, n);
+	bool binding = false, slack = false, judge;
 
 	if (!n) {
 		st->probing = false;
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		moved += f[i].used;
-		if (satisfied(&f[i], judge, w_all) || !f[i].granted)
+	/* new judgments only from a window that ran on no probe and left
+	 * room on the link */
+	judge = !st->probing && moved < SHARE_FULL;
+	for (size_t i = 0; i < n; i++) {
+		f[i].satisfied = satisfied(&f[i], judge);
+		if (f[i].satisfied || !f[i].granted)
 			continue;
 		if (f[i].used >= SHARE_BINDING * f[i].granted)
 			binding = true;
@@ -71,7 +75,7 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		} else {
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE);
 			st->probing = true;
-			share_split(f, n, c_old, st->c_bps, judge);
+			share_split(f, n, c_old, st->c_bps);
 			return;
 		}
 	} else {
@@ -84,14 +88,13 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		st->c_bps = clamp_bps((double)c_old * moved);
 		st->probing = false;
 	}
-	share_split(f, n, c_old, st->c_bps, judge);
+	share_split(f, n, c_old, st->c_bps);
 }
 
-void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps,
-		 bool judge)
+void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps)
 {
 	double left = 1.0, scale = c_new_bps ? (double)c_old_bps / (double)c_new_bps : 1.0;
-	double w = total_weight(f, n), w_all = w;
+	double w = total_weight(f, n);
 	bool changed = true;
 
 	for (size_t i = 0; i < n; i++)
@@ -106,7 +109,7 @@ void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_
 		for (size_t i = 0; i < n && w > 0; i++) {
 			double use, fair;
 
-			if (f[i].frac >= 0 || !satisfied(&f[i], judge, w_all))
+			if (f[i].frac >= 0 || !f[i].satisfied)
 				continue;
 			use = f[i].used * scale;
 			fair = left * weight(&f[i]) / w;

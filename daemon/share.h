@@ -11,10 +11,14 @@
  *
  *  - every window (SHARE_WINDOW_NS) each flow's use u = achieved / granted
  *    is measured (bytes for bandwidth flows, ops for throughput flows);
- *  - a flow using less than SHARE_SATISFIED of its grant is limited by
- *    itself: it is charged what it uses and granted that plus
- *    SHARE_HEADROOM (never more than its fair share), and what it leaves
- *    goes to the others (work conservation);
+ *  - a flow using less than SHARE_SATISFIED of its grant while the link
+ *    had room (the flows moved less than SHARE_FULL of C) is limited by
+ *    itself, and stays judged so while it keeps using less than that: it
+ *    is charged what it uses and granted that plus SHARE_HEADROOM (never
+ *    more than its fair share), and what it leaves goes to the others
+ *    (work conservation).  On a full link a flow using little may just
+ *    be losing the NIC's arbitration (1 MiB WQEs against 64 KiB ones):
+ *    it is not judged then;
  *  - when every other flow uses at least SHARE_BINDING of its grant, the
  *    grants hold the flows back and the link may carry more: after
  *    SHARE_HOLD windows C probes upwards (SHARE_PROBE, then faster while
@@ -40,6 +44,7 @@
 #define SHARE_SATISFIED 0.8            /* below: limited by the application
                                         * (> 1 / SHARE_HEADROOM) */
 #define SHARE_BINDING 0.9              /* at least: limited by its grant */
+#define SHARE_FULL 0.95                /* the flows moved this much of C: full */
 #define SHARE_PROBE 1.1                /* C's first step up */
 #define SHARE_PROBE_MORE 1.25          /* ... and the next ones, while absorbed */
 #define SHARE_HOLD 8                   /* windows between probes */
@@ -51,6 +56,8 @@ struct share_flow {
 	uint32_t weight;        /* 0 is taken as 1 */
 	double granted;         /* fraction of C granted last window (0: new) */
 	double used;            /* fraction of C it used last window */
+	/* in and out: kept by the caller from one window to the next */
+	bool satisfied;         /* judged limited by itself */
 	/* out */
 	double frac;            /* fraction of the new C granted */
 };
@@ -68,9 +75,7 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
  * the headroom of satisfied flows). */
 void share_update(struct share_state *st, struct share_flow *f, size_t n);
 /* Weighted max-min fair fractions of @c_new_bps given last window's use
- * (measured against @c_old_bps); @judge: whether a flow using little may
- * be judged satisfied. */
-void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps,
-		 bool judge);
+ * (measured against @c_old_bps) and who is satisfied. */
+void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps);
 
 #endif
