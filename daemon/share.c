@@ -46,7 +46,8 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 {
 	uint64_t c_old = st->c_bps;
 	double moved = 0; /* fraction of C the flows moved */
-	bool binding = false, slack = false, judge;
+	double g_hungry = 0, u_hungry = 0;
+	bool binding, judge;
 
 	if (!n) {
 		st->probing = false;
@@ -61,12 +62,13 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		f[i].satisfied = satisfied(&f[i], judge);
 		if (f[i].satisfied || !f[i].granted)
 			continue;
-		if (f[i].used >= SHARE_BINDING * f[i].granted)
-			binding = true;
-		else
-			slack = true;
+		g_hungry += f[i].granted;
+		u_hungry += f[i].used;
 	}
-	if (binding && !slack) {
+	/* (in aggregate: with many flows of large messages one of them is
+	 * always between two messages at the window's end) */
+	binding = g_hungry > 0 && u_hungry >= SHARE_BINDING * g_hungry;
+	if (binding) {
 		/* the grants hold the flows back */
 		if (st->probing) {
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE_MORE);

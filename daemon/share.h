@@ -19,8 +19,8 @@
  *    (work conservation).  On a full link a flow using little may just
  *    be losing the NIC's arbitration (1 MiB WQEs against 64 KiB ones):
  *    it is not judged then;
- *  - when every other flow uses at least SHARE_BINDING of its grant, the
- *    grants hold the flows back and the link may carry more: after
+ *  - when the other flows together use at least SHARE_BINDING of their
+ *    grants, the grants hold the flows back and the link may carry more: after
  *    SHARE_HOLD windows C probes upwards (SHARE_PROBE, then faster while
  *    the flows keep absorbing it);
  *  - when they do not (a probe the link could not carry, or the link got
@@ -43,7 +43,7 @@
 #define SHARE_LINGER_NS 1000000000ull  /* share -> off after 1 s alone */
 #define SHARE_SATISFIED 0.8            /* below: limited by the application
                                         * (> 1 / SHARE_HEADROOM) */
-#define SHARE_BINDING 0.9              /* at least: limited by its grant */
+#define SHARE_BINDING 0.97             /* at least, together: limited by their grants */
 #define SHARE_FULL 0.95                /* the flows moved this much of C: full */
 #define SHARE_PROBE 1.1                /* C's first step up */
 #define SHARE_PROBE_MORE 1.25          /* ... and the next ones, while absorbed */
