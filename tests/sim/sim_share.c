@@ -20,6 +20,7 @@ void sim_share_init(struct sim_share *s, uint32_t n, int min_mode, uint64_t max_
 	s->o0 = sim_zalloc((n + 1) * sizeof(*s->o0));
 	s->meas_bps = sim_zalloc((n + 1) * sizeof(*s->meas_bps));
 	s->meas_ops = sim_zalloc((n + 1) * sizeof(*s->meas_ops));
+	s->sat = sim_zalloc((n + 1) * sizeof(*s->sat));
 }
 
 void sim_share_fini(struct sim_share *s)
@@ -29,6 +30,7 @@ void sim_share_fini(struct sim_share *s)
 	free(s->o0);
 	free(s->meas_bps);
 	free(s->meas_ops);
+	free(s->sat);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -86,6 +88,7 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 			.weight = tf[i].weight,
 			.granted = entered ? 0 : granted_bps(s, fl[i], cls[i]) / cb,
 			.used = used_bps(s, cls[i], i) / cb,
+			.satisfied = s->sat[i],
 		};
 	}
 	if (entered) {
@@ -112,6 +115,8 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 
 		if (!hungry(cls[i]))
 			continue;
+		if (tf[i].active)
+			s->sat[i] = s->sf[k].satisfied;
 		frac = tf[i].active ? s->sf[k++].frac : 0;
 		if (frac <= 0)
 			frac = w / (w_act + w);

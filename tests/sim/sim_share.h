@@ -26,6 +26,7 @@ struct sim_share {
 	struct share_flow *sf;
 	uint64_t win_t0;
 	uint64_t *b0, *o0, *meas_bps, *meas_ops;
+	bool *sat;                     /* share_flow.satisfied, kept per flow */
 	double ops_per_bit;         /* TokenOps / (8 TokenBytes) */
 	uint64_t max_rate_bps;
 	uint32_t mode_changes;
