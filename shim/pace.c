@@ -1080,12 +1080,11 @@ int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc)
 	return 1;
 }
 
-void shim_pace_qp_reset(struct shim_qp *q)
+/* Forget @q's backlog without completions.  Called with q->lock held. */
+static void drop_backlog_locked(struct shim_qp *q)
 {
-	struct ibv_wc wc[16];
 	struct pend_wr *p;
 
-	pthread_mutex_lock(&q->lock);
 	busy_remove(q);
 	while ((p = q->bl_head)) {
 		q->bl_head = p->next;
@@ -1093,6 +1092,14 @@ void shim_pace_qp_reset(struct shim_qp *q)
 	}
 	q->bl_tail = NULL;
 	q->bl_len = 0;
+}
+
+void shim_pace_qp_reset(struct shim_qp *q)
+{
+	struct ibv_wc wc[16];
+
+	pthread_mutex_lock(&q->lock);
+	drop_backlog_locked(q);
 	/* the split QP was reset with it: what its CQ still holds refers to
 	 * the WRs just dropped */
 	if (q->split.cq)
@@ -1106,16 +1113,8 @@ void shim_pace_qp_reset(struct shim_qp *q)
 
 void shim_pace_qp_gone(struct shim_qp *q)
 {
-	struct pend_wr *p;
-
 	pthread_mutex_lock(&q->lock);
-	busy_remove(q);
-	while ((p = q->bl_head)) {
-		q->bl_head = p->next;
-		free(p);
-	}
-	q->bl_tail = NULL;
-	q->bl_len = 0;
+	drop_backlog_locked(q);
 	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&q->lock);
 }
