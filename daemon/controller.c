@@ -282,8 +282,10 @@ static double granted_bps(const struct ctrl *c, const struct flow *f)
 	return (double)f->rate_bps;
 }
 
-/* Every SHARE_WINDOW_NS: each flow's achieved rates over the window.
- * Returns true when a window ended at this step. */
+/* Every SHARE_WINDOW_NS: each flow's achieved rates over the window.  A
+ * split message counts its bytes when its last chunk goes, which at a low
+ * grant may take longer than a window: its chunks (at the chunk size)
+ * count too, whichever says more.  Returns true when a window ended. */
 static bool measure_window(struct ctrl *c, size_t n, uint64_t now)
 {
 	uint64_t dt = now - c->win_t0_ns;
@@ -293,9 +295,12 @@ static bool measure_window(struct ctrl *c, size_t n, uint64_t now)
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = c->fp[i];
 
-		if (c->win_t0_ns && f->win_bytes0 <= f->last.bytes && f->win_ops0 <= f->last.ops) {
-			f->meas_bps = (uint64_t)((double)(f->last.bytes - f->win_bytes0) * 8e9 /
-						 (double)dt);
+		if (c->win_t0_ns && f->win_bytes0 <= f->last.bytes && f->win_ops0 <= f->last.ops &&
+		    f->win_chunks0 <= f->last.chunks) {
+			uint64_t b = f->last.bytes - f->win_bytes0;
+			uint64_t cb = (f->last.chunks - f->win_chunks0) * (uint64_t)c->chunk_bytes;
+
+			f->meas_bps = (uint64_t)((double)(cb > b ? cb : b) * 8e9 / (double)dt);
 			f->meas_ops = (uint64_t)((double)(f->last.ops - f->win_ops0) * 1e9 /
 						 (double)dt);
 		} else {
@@ -303,6 +308,7 @@ static bool measure_window(struct ctrl *c, size_t n, uint64_t now)
 		}
 		f->win_bytes0 = f->last.bytes;
 		f->win_ops0 = f->last.ops;
+		f->win_chunks0 = f->last.chunks;
 	}
 	c->win_t0_ns = now;
 	return true;
@@ -338,8 +344,10 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 			if (hungry_cls(c->fp[i]->cls))
 				sum += used_bps(c, c->fp[i]);
 		/* what the flows moved together is the best first guess */
+		/* what the flows moved together is the best first guess, else
+		 * MaxRate, else no cap to speak of: the first windows find it */
 		share_start(&c->share, sum > SHARE_MIN_BPS ? (uint64_t)sum
-				       : c->max_rate_bps ? c->max_rate_bps : SHARE_MIN_BPS, sf, k);
+				       : c->max_rate_bps ? c->max_rate_bps : SHARE_START_BPS, sf, k);
 	} else if (window_ended) {
 		share_update(&c->share, sf, k);
 	} else {

@@ -46,6 +46,7 @@ struct flow {
 	int scribbled;                /* the shim wrote garbage counters */
 	/* pace mode SHARE (controller.c, share.h): the last window */
 	uint64_t win_bytes0, win_ops0;  /* counters at the window's start */
+	uint64_t win_chunks0;
 	uint64_t meas_bps, meas_ops;    /* achieved over the last window */
 	bool share_sat;                 /* judged limited by itself (share.h) */
 	struct flow *next;            /* in proc */

@@ -68,7 +68,12 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 	/* (in aggregate: with many flows of large messages one of them is
 	 * always between two messages at the window's end) */
 	binding = g_hungry > 0 && u_hungry >= SHARE_BINDING * g_hungry;
-	if (binding) {
+	if (g_hungry <= 0) {
+		/* every flow is limited by itself (or new): the link told
+		 * nothing about C, keep it (flows that pause or end must not
+		 * leave the next one a tiny C) */
+		st->probing = false;
+	} else if (binding) {
 		/* the grants hold the flows back */
 		if (st->probing) {
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE_MORE);

@@ -50,6 +50,7 @@
 #define SHARE_HOLD 8                   /* windows between probes */
 #define SHARE_HEADROOM 1.5             /* a satisfied flow's room to grow */
 #define SHARE_MIN_BPS 1000000ull       /* C never drops below 1 Mbit/s */
+#define SHARE_START_BPS 400000000000ull /* nothing known: 400 Gbit/s */
 
 struct share_flow {
 	/* in */

@@ -183,6 +183,29 @@ static void many_flows_nic_bias(void **state)
 	assert_true(sum >= 0.95 * l.x);
 }
 
+/* Flows that pause or end use little: they are satisfied, but C must not
+ * collapse with them, or the next flow starts at a crawl. */
+static void idle_flows_keep_the_capacity(void **state)
+{
+	struct share_flow f[2] = {
+		{ .weight = 1, .granted = 0.5, .used = 0.5 },
+		{ .weight = 1, .granted = 0.5, .used = 0.5 },
+	};
+	struct share_state st = { .c_bps = 800000000ull, .hold = 3 };
+
+	(void)state;
+	share_update(&st, f, 2);        /* binding, in a hold */
+	assert_int_equal(st.c_bps, 800000000ull);
+	for (int k = 0; k < 5; k++) {   /* both stop posting */
+		f[0].granted = f[0].frac;
+		f[1].granted = f[1].frac;
+		f[0].used = f[1].used = 0;
+		share_update(&st, f, 2);
+		assert_int_equal(st.c_bps, 800000000ull);
+	}
+	assert_true(f[0].satisfied && f[1].satisfied);
+}
+
 static void weights_are_respected(void **state)
 {
 	struct link l = { .x = 300 * M, .demand = { INFINITY, INFINITY, INFINITY },
@@ -234,9 +257,18 @@ static void update_by_hand(void **state)
 	share_update(&st, f, 3);
 	assert_int_equal(st.hold, SHARE_HOLD - 1);
 	assert_false(st.probing);
-	/* nothing measured: the floor */
-	f[0] = (struct share_flow){ .weight = 1, .granted = 1, .used = 0 };
-	share_update(&st, f, 1);
+	/* a hungry flow that moved nothing (the link stalled): the floor */
+	f[0] = (struct share_flow){ .weight = 1, .granted = 1, .used = 0.85 };
+	f[1] = (struct share_flow){ .weight = 1, .granted = 0.001, .used = 0 };
+	st.probing = true; /* judged by nobody: a failed probe */
+	share_update(&st, f, 2);
+	f[0].used = 0;
+	f[0].granted = 1;
+	f[0].satisfied = false;
+	f[1].satisfied = false;
+	f[1].granted = 0;
+	st.probing = true;
+	share_update(&st, f, 2);
 	assert_int_equal(st.c_bps, SHARE_MIN_BPS);
 }
 
@@ -249,6 +281,7 @@ int main(void)
 		cmocka_unit_test(unused_share_goes_to_the_others),
 		cmocka_unit_test(weights_are_respected),
 		cmocka_unit_test(many_flows_nic_bias),
+		cmocka_unit_test(idle_flows_keep_the_capacity),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
