@@ -30,6 +30,7 @@
 
 #define CONNECT_TIMEOUT_MS 200
 #define CALL_TIMEOUT_MS 1000
+#define UNREACHABLE_RETRY_NS 1000000000ull
 #define BACKOFF_MIN_NS 1000000000ull
 #define BACKOFF_MAX_NS 30000000000ull
 
@@ -79,9 +80,12 @@ static void disconnect(int failed)
 	if (cl.fd >= 0 && cl.pid == getpid())
 		close(cl.fd);
 	cl.fd = -1;
+	/* only a daemon we were registered with can have paced a QP: a
+	 * daemon that never answered leaves nothing to fail open */
+	if (atomic_load(&cl.global))
+		cl.need_fail_open = 1;
 	atomic_store(&cl.global, NULL);
 	cl.client = NULL;
-	cl.need_fail_open = 1;
 	if (failed) {
 		cl.backoff_ns = cl.backoff_ns ? cl.backoff_ns * 2 : BACKOFF_MIN_NS;
 		if (cl.backoff_ns > BACKOFF_MAX_NS)
@@ -198,7 +202,12 @@ static int ensure_connected(void)
 	if (fd < 0) {
 		shim_log_once("cannot reach justitiad (%s): running unmanaged, will retry",
 			      strerror(-fd));
-		disconnect(1);
+		disconnect(0);
+		/* no daemon listening: cheap to ask again soon, so that a
+		 * daemon started after the application takes over within
+		 * UNREACHABLE_RETRY_NS (a daemon that answers badly backs
+		 * off, 1 s doubling to 30 s) */
+		cl.retry_at_ns = now_ns() + UNREACHABLE_RETRY_NS;
 		return fd;
 	}
 	cl.fd = fd;
@@ -207,6 +216,13 @@ static int ensure_connected(void)
 		return -ECONNREFUSED;
 	cl.backoff_ns = 0;
 	shim_log("registered with justitiad");
+	/* the QPs still point into the lost daemon's memory: let go of it
+	 * before registering them anew (lock order: cl.lock, then the
+	 * registry's), so that no later fail-open unregisters them */
+	if (cl.need_fail_open) {
+		cl.need_fail_open = 0;
+		shim_pace_fail_open();
+	}
 	/* a new daemon knows none of our QPs yet */
 	shim_registry_foreach(register_locked);
 	return 0;
@@ -375,13 +391,20 @@ int shim_client_report_class(struct shim_qp *q, int cls)
 
 void shim_client_qp_created(struct shim_qp *q, struct ibv_qp *qp)
 {
+	int connected;
+
 	pthread_mutex_lock(&cl.lock);
 	/* connecting registers every known QP, this one included */
 	if (cl.fd < 0 || cl.pid != getpid())
 		ensure_connected();
 	else
 		register_locked(q);
+	connected = cl.fd >= 0;
 	pthread_mutex_unlock(&cl.lock);
+	/* no daemon yet: the progress thread keeps asking (shim_client_poll),
+	 * so that one started later manages this QP without a restart */
+	if (!connected)
+		shim_pace_start_thread();
 }
 
 static const char *state_name(enum ibv_qp_state s)

@@ -41,6 +41,7 @@ static struct {
 	pid_t pid;                       /* process whose thread runs */
 	int efd, tfd, ep;
 	pthread_t th;
+	_Atomic pid_t started;           /* pid once its thread runs */
 } pg = { .lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .tfd = -1, .ep = -1 };
 
 _Atomic unsigned shim_pace_queued;
@@ -841,7 +842,30 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int progress_start_locked(void);
+
+/* Start the progress thread once per process (two QPs created at once by
+ * two threads must not start two). */
 static int progress_start(void)
+{
+	int rc;
+
+	if (atomic_load_explicit(&pg.started, memory_order_acquire) == getpid())
+		return 0;
+	pthread_mutex_lock(&start_lock);
+	rc = progress_start_locked();
+	pthread_mutex_unlock(&start_lock);
+	return rc;
+}
+
+int shim_pace_start_thread(void)
+{
+	return progress_start();
+}
+
+static int progress_start_locked(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	sigset_t all, old;
@@ -871,6 +895,7 @@ static int progress_start(void)
 	pthread_detach(pg.th);
 	pg.pid = getpid();
 	arm(pace_now() + TICK_NS);
+	atomic_store_explicit(&pg.started, pg.pid, memory_order_release);
 	return 0;
 out_close:
 	shim_log_once("cannot start the pacing thread: QPs stay unpaced");
@@ -968,4 +993,6 @@ void shim_pace_atfork_child(void)
 	atomic_store(&shim_pace_queued, 0);
 	pg.ep = pg.efd = pg.tfd = -1; /* the parent's, shared: leave them */
 	pg.pid = 0;
+	atomic_store(&pg.started, 0);
+	pthread_mutex_init(&start_lock, NULL);
 }
