@@ -139,16 +139,17 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	}
 	if (__builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_relaxed), 0))
 		held = shim_pace_progress(cq);
-	got = 0;
-	if (__builtin_expect(atomic_load_explicit(&shim_inject_pending, memory_order_acquire), 0))
-		got = shim_inject_take(cq, n, wc);
-	if (got < n) {
-		int more = c->poll_cq(cq, n - got, wc + got);
+	got = c->poll_cq(cq, n, wc);
+	if (__builtin_expect(atomic_load_explicit(&shim_inject_pending, memory_order_acquire), 0)) {
+		/* owed completions, where the provider flushed their markers
+		 * (in order), or after what it returned (inject.h) */
+		int more = shim_inject_fix(cq, wc, got < 0 ? 0 : got, n);
 
-		if (more < 0)
-			return got ? got : more;
-		got += more;
+		if (got >= 0 || more)
+			got = more;
 	}
+	if (got < 0)
+		return got;
 	if (__builtin_expect(held, 0) && !got && shim_poll_yield) {
 		/* The application spins on a CQ whose QP the shim holds back:
 		 * what it waits for comes when a token does.  Let whatever
@@ -157,28 +158,31 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		 * nothing else runnable this returns at once. */
 		sched_yield();
 	}
-	for (int i = 0; i < got; i++) {
-		int rx = wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV);
-		struct shim_qp *q = rx ? shim_qp_find_sure(cq->context, wc[i].qp_num)
-				       : shim_qp_find(cq->context, wc[i].qp_num);
-
-		if (!q)
-			continue;
-		if (rx && q->split.qp) {
-			/* a split SEND / WRITE_WITH_IMM shows its full length */
-			pthread_mutex_lock(&q->lock);
-			splitmsg_rx_done(q, &wc[i]);
-			pthread_mutex_unlock(&q->lock);
-		} else if (wc[i].status == IBV_WC_SUCCESS &&
-			   atomic_load_explicit(&q->split.msg.fin_len, memory_order_relaxed)) {
-			/* and so does the sender's (an RDMA READ's bytes read) */
-			pthread_mutex_lock(&q->lock);
-			splitmsg_tx_done(q, &wc[i]);
-			pthread_mutex_unlock(&q->lock);
-		}
-		stats_account_wc(&q->st, &wc[i]);
-	}
+	for (int i = 0; i < got; i++)
+		shim_ops_wc(cq->context, &wc[i]);
 	return got;
+}
+
+void shim_ops_wc(struct ibv_context *ctx, struct ibv_wc *wc)
+{
+	int rx = wc->status == IBV_WC_SUCCESS && (wc->opcode & IBV_WC_RECV);
+	struct shim_qp *q = rx ? shim_qp_find_sure(ctx, wc->qp_num) : shim_qp_find(ctx, wc->qp_num);
+
+	if (!q)
+		return;
+	if (rx && q->split.qp) {
+		/* a split SEND / WRITE_WITH_IMM shows its full length */
+		pthread_mutex_lock(&q->lock);
+		splitmsg_rx_done(q, wc);
+		pthread_mutex_unlock(&q->lock);
+	} else if (wc->status == IBV_WC_SUCCESS &&
+		   atomic_load_explicit(&q->split.msg.fin_len, memory_order_relaxed)) {
+		/* and so does the sender's (an RDMA READ's bytes read) */
+		pthread_mutex_lock(&q->lock);
+		splitmsg_tx_done(q, wc);
+		pthread_mutex_unlock(&q->lock);
+	}
+	stats_account_wc(&q->st, wc);
 }
 
 static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
@@ -203,6 +207,28 @@ static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 			wrbuf_allow(&q->wrb, attr);
 	}
 	return qp;
+}
+
+/* Extended CQs: their pollers are wrapped (cqex.c).  The shim needs the
+ * QP number and length of every completion to deliver its own and to show
+ * split messages whole, whatever the application asked for. */
+static struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
+{
+	struct shim_ctx *c = shim_ctx_find(ctx);
+	struct ibv_cq_ex *cq;
+
+	if (!c || !c->create_cq_ex) {
+		shim_log_once("create_cq_ex on an unknown context");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (shim_busy)
+		return c->create_cq_ex(ctx, attr);
+	attr->wc_flags |= IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_BYTE_LEN;
+	cq = c->create_cq_ex(ctx, attr);
+	if (cq)
+		shim_cqex_wrap(cq);
+	return cq;
 }
 
 void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
@@ -235,6 +261,11 @@ struct shim_ctx *shim_ops_attach(struct ibv_context *ctx)
 	if (vctx) {
 		c->create_qp_ex = vctx->create_qp_ex;
 		vctx->create_qp_ex = shim_create_qp_ex;
+	}
+	vctx = verbs_get_ctx_op(ctx, create_cq_ex);
+	if (vctx) {
+		c->create_cq_ex = vctx->create_cq_ex;
+		vctx->create_cq_ex = shim_create_cq_ex;
 	}
 	ctx->ops.post_send = shim_post_send;
 	ctx->ops.post_recv = shim_post_recv;

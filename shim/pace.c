@@ -392,7 +392,6 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 
 	shim_log("QP %u: a split chunk failed (%s): failing the message", q->qp->qp_num,
 		 ibv_wc_status_str(wc.status));
-	shim_inject_wc(q->qp->send_cq, &wc);
 	q->bl_head = p->next;
 	q->bl_len--;
 	free(p);
@@ -402,6 +401,9 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	shim_busy = 1;
 	ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
 	shim_busy = saved;
+	/* after the error state: its completion comes behind the flushes of
+	 * the WRs posted before it (inject.h) */
+	shim_inject_wc(q->qp->send_cq, &wc);
 	fail_backlog(q, EIO);
 }
 

@@ -64,6 +64,7 @@ struct shim_ctx *shim_ctx_get(struct ibv_context *ctx, int *created)
 	c->post_recv = ctx->ops.post_recv;
 	c->poll_cq = ctx->ops.poll_cq;
 	c->create_qp_ex = NULL;
+	c->create_cq_ex = NULL;
 	snprintf(c->device, sizeof(c->device), "%s", ctx->device ? ctx->device->name : "?");
 	atomic_store_explicit(&c->ctx, ctx, memory_order_release);
 	*created = 1;

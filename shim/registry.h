@@ -19,6 +19,7 @@ typedef int (*post_send_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_se
 typedef int (*post_recv_fn)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **);
 typedef int (*poll_cq_fn)(struct ibv_cq *, int, struct ibv_wc *);
 typedef struct ibv_qp *(*create_qp_ex_fn)(struct ibv_context *, struct ibv_qp_init_attr_ex *);
+typedef struct ibv_cq_ex *(*create_cq_ex_fn)(struct ibv_context *, struct ibv_cq_init_attr_ex *);
 
 struct shim_ctx {
 	struct shim_ctx *_Atomic next;        /* all records; never freed */
@@ -27,6 +28,7 @@ struct shim_ctx {
 	post_recv_fn post_recv;
 	poll_cq_fn poll_cq;
 	create_qp_ex_fn create_qp_ex;         /* NULL if the provider has none */
+	create_cq_ex_fn create_cq_ex;         /* the same */
 	char device[IBV_SYSFS_NAME_MAX];
 };
 
