@@ -25,6 +25,7 @@
 #include "inject.h"
 #include "log.h"
 #include "shim.h"
+#include "slot.h"
 #include "split.h"
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
@@ -102,7 +103,12 @@ static int wants_pacing(struct shim_qp *q)
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
 
+	struct shim_slot_view v;
+
 	if (!slot || cls == JST_CLASS_LATENCY || q->type != IBV_QPT_RC || !daemon_alive(slot))
+		return 0;
+	/* freed, or recycled for another flow (shim/slot.h) */
+	if (shim_slot_read(slot, q->flow_id, &v) == -ESTALE)
 		return 0;
 	if (atomic_load_explicit(&q->split.state, memory_order_relaxed) == SPLIT_READY &&
 	    (atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT))

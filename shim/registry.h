@@ -72,8 +72,8 @@ struct shim_qp {
 	struct stats_batch batch;             /* a batch passed through */
 	struct wrbuf wrb;                     /* a batch buffered (wrbuf.h) */
 	/* registration with justitiad (client.c) */
-	unsigned port;
-	uint32_t flow_id;                     /* 0: not registered */
+	_Atomic unsigned port;
+	_Atomic uint32_t flow_id;             /* 0: not registered */
 	struct jst_flow_stats *_Atomic shm_stats; /* our counter slot, or NULL */
 	const struct jst_flow_ctl *_Atomic slot;  /* the daemon's slot, or NULL */
 	char warning[160];

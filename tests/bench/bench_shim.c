@@ -133,8 +133,11 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&cl.lock);
 	atomic_store(&gseg.g.flags, JST_G_RUNNING);
 	atomic_store(&gseg.g.heartbeat_ns, mono() + 3600ull * 1000000000ull);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	atomic_store(&gseg.slot[0].flow_id, 5);
 	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
 	atomic_store(&gseg.slot[0].rate_bps, 1000000000000000ull); /* 1 Pbit/s */
+	q->flow_id = 5;
 	atomic_store(&q->slot, &gseg.slot[0]);
 	atomic_store(&q->shm_stats, &cseg.st[0]);
 	shim_pace_update(q);

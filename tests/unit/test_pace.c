@@ -134,6 +134,8 @@ static int setup(void **state)
 	memset(&cseg, 0, sizeof(cseg));
 	atomic_store(&gseg.g.flags, JST_G_RUNNING);
 	atomic_store(&gseg.g.heartbeat_ns, mono());
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	atomic_store(&gseg.slot[0].flow_id, 5);
 	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s: 1000 B = 1 ms */
 	q = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
@@ -144,6 +146,7 @@ static int setup(void **state)
 	cl.need_fail_open = 0;
 	cl.retry_at_ns = UINT64_MAX;
 	pthread_mutex_unlock(&cl.lock);
+	q->flow_id = 5;
 	atomic_store(&q->slot, &gseg.slot[0]);
 	atomic_store(&q->shm_stats, &cseg.st[0]);
 	shim_pace_update(q);
@@ -388,6 +391,27 @@ static void fork_child_forgets_parent(void **state)
 	assert_int_equal(provider_count(), 4);
 }
 
+/* The daemon freed the flow's slot, or gave it to another flow: its rate
+ * is not this QP's (the shim checks state and flow id, shim/slot.h). */
+static void recycled_slot_is_not_obeyed(void **state)
+{
+	atomic_store(&gseg.slot[0].flow_id, 6);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	atomic_store(&gseg.slot[0].flow_id, 5);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_FREE);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	/* a torn read (odd seq) keeps what the QP had */
+	atomic_store(&gseg.slot[0].seq, 1);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	atomic_store(&gseg.slot[0].seq, 2);
+}
+
 static void latency_class_is_direct(void **state)
 {
 	atomic_store(&q->cls, JST_CLASS_LATENCY);
@@ -453,6 +477,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(daemon_gone_fails_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(fail_open_keeps_order_behind_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
+		cmocka_unit_test_setup_teardown(recycled_slot_is_not_obeyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
 	};
