@@ -30,7 +30,10 @@
 #include "shm_abi.h"
 
 #define CONNECT_TIMEOUT_MS 200
-#define CALL_TIMEOUT_MS 1000
+/* a reply within the protocol's budget, the slowest answer included */
+#define CALL_TIMEOUT_MS PROTO_REPLY_MS
+_Static_assert(CALL_TIMEOUT_MS > PROTO_PEER_LOOKUP_MS,
+	       "a slow peer lookup must not look like a dead daemon");
 #define UNREACHABLE_RETRY_NS 1000000000ull
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
