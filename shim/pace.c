@@ -237,6 +237,10 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+	case IBV_WR_TSO: return IBV_WC_TSO;
+	case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
 	default: return IBV_WC_SEND;
 	}
 }

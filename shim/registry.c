@@ -368,8 +368,13 @@ void shim_registry_atfork_child(void)
 			free_push(q);
 		}
 	}
-	for (struct shim_qp *q = free_head; q; q = q->free_next)
+	/* locks and a condition threads of the parent may have held or
+	 * waited on (wrbuf: a batch in progress) */
+	for (struct shim_qp *q = free_head; q; q = q->free_next) {
 		pthread_mutex_init(&q->lock, NULL);
+		pthread_mutex_init(&q->wrb.lock, NULL);
+		pthread_cond_init(&q->wrb.cond, NULL);
+	}
 	atomic_fetch_add(&shim_qp_epoch, 1);
 	n_retired = 0;
 	memset(&retired_overflow, 0, sizeof(retired_overflow));

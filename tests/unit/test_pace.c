@@ -274,6 +274,41 @@ static void refused_wr_becomes_flush_completion(void **state)
 	}
 }
 
+/* The made-up completion says what the WR was, as the provider's would. */
+static void flush_completion_has_the_wr_opcode(void **state)
+{
+	static const struct { enum ibv_wr_opcode wr; enum ibv_wc_opcode wc; } ops[] = {
+		{ IBV_WR_LOCAL_INV, IBV_WC_LOCAL_INV }, { IBV_WR_BIND_MW, IBV_WC_BIND_MW },
+		{ IBV_WR_TSO, IBV_WC_TSO }, { IBV_WR_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE },
+		{ IBV_WR_SEND, IBV_WC_SEND },
+	};
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	pthread_mutex_lock(&prov.lock);
+	prov.fail_from = 1; /* the first goes; the backlog behind it is refused */
+	pthread_mutex_unlock(&prov.lock);
+	post_n(1, 59, 1000); /* goes at once */
+	for (unsigned i = 0; i < 5; i++) {
+		/* 100 ms each at 1 MB/s: all queue behind the first */
+		struct ibv_sge sge = { .addr = 0x1000, .length = 100000 };
+		struct ibv_send_wr wr = { .wr_id = 60 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = ops[i].wr, .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_send_wr *bad = NULL;
+
+		assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	}
+	for (int i = 0; i < 3000 && got < 5; i++) {
+		got += ibv_poll_cq(&cq, 8 - got, wc + got);
+		usleep(1000);
+	}
+	assert_int_equal(got, 5);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(wc[i].wr_id, 60 + i);
+		assert_int_equal(wc[i].opcode, ops[i].wc);
+	}
+}
+
 static void daemon_gone_fails_open(void **state)
 {
 	uint64_t t0;
@@ -362,6 +397,7 @@ static void fork_child_forgets_parent(void **state)
 	assert_true(atomic_load(&shim_pace_queued) > 0);
 	shim_registry_atfork_prepare();
 	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->wrb.lock); /* a thread in the middle of a batch */
 	pid = fork();
 	if (pid == 0) {
 		struct shim_qp *n;
@@ -376,9 +412,13 @@ static void fork_child_forgets_parent(void **state)
 		     cl.fd < 0 && !shim_client_global();
 		n = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
 		ok = ok && n && shim_qp_find(&vctx.context, 21) == n && !n->bl_head &&
-		     atomic_load(&n->direct) && !pthread_mutex_trylock(&n->lock);
+		     atomic_load(&n->direct) && !pthread_mutex_trylock(&n->lock) &&
+		     !pthread_mutex_trylock(&n->wrb.lock) &&
+		     /* the parent's record, to be recycled: usable again */
+		     !pthread_mutex_trylock(&q->lock) && !pthread_mutex_trylock(&q->wrb.lock);
 		_exit(ok ? 0 : 1);
 	}
+	pthread_mutex_unlock(&q->wrb.lock);
 	pthread_mutex_unlock(&q->lock);
 	shim_registry_atfork_parent();
 	assert_true(pid > 0);
@@ -478,6 +518,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fail_open_keeps_order_behind_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(recycled_slot_is_not_obeyed, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_completion_has_the_wr_opcode, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
 	};
