@@ -239,6 +239,25 @@ static int hello(void)
 
 static int register_locked(struct shim_qp *q);
 
+/* Register every live QP anew (the daemon is new).  Each call waits for
+ * the daemon: not under the registry lock, which fork() and every QP
+ * creation and destruction need.  A QP destroyed meanwhile cannot be
+ * unregistered before we are done (that needs cl.lock, held); a record
+ * recycled meanwhile is skipped (its new QP registers itself, also after
+ * us). */
+static void register_all(void)
+{
+	struct shim_qp **qs;
+	unsigned *gens;
+	size_t n = shim_registry_list(&qs, &gens);
+
+	for (size_t i = 0; i < n; i++)
+		if (atomic_load(&qs[i]->gen) == gens[i] && atomic_load(&qs[i]->ctx))
+			register_locked(qs[i]);
+	free(qs);
+	free(gens);
+}
+
 /* Connect if needed and allowed now.  Called with the lock held. */
 static int ensure_connected(void)
 {
@@ -278,7 +297,7 @@ static int ensure_connected(void)
 	/* no QP points into a lost daemon's segments any more */
 	stale_drop();
 	/* a new daemon knows none of our QPs yet */
-	shim_registry_foreach(register_locked);
+	register_all();
 	return 0;
 }
 

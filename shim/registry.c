@@ -339,6 +339,38 @@ void shim_registry_foreach(int (*fn)(struct shim_qp *q))
 	pthread_mutex_unlock(&reg_lock);
 }
 
+size_t shim_registry_list(struct shim_qp ***out, unsigned **gens)
+{
+	size_t n = 0, i = 0;
+
+	*out = NULL;
+	*gens = NULL;
+	pthread_mutex_lock(&reg_lock);
+	for (unsigned b = 0; b < QP_BUCKETS; b++)
+		for (struct shim_qp *q = atomic_load(&qp_buckets[b]); q; q = atomic_load(&q->next))
+			n++;
+	if (n) {
+		*out = malloc(n * sizeof(**out));
+		*gens = malloc(n * sizeof(**gens));
+	}
+	if (*out && *gens) {
+		for (unsigned b = 0; b < QP_BUCKETS; b++)
+			for (struct shim_qp *q = atomic_load(&qp_buckets[b]); q;
+			     q = atomic_load(&q->next)) {
+				(*out)[i] = q;
+				(*gens)[i++] = atomic_load(&q->gen);
+			}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (i < n) {
+		free(*out);
+		free(*gens);
+		*out = NULL;
+		*gens = NULL;
+	}
+	return i;
+}
+
 void shim_registry_atfork_prepare(void)
 {
 	pthread_mutex_lock(&reg_lock);

@@ -125,6 +125,12 @@ struct stats_snapshot *shim_registry_snapshot(size_t *n, struct stats_snapshot *
 /* Call @fn for every live QP record, under the registry lock. */
 void shim_registry_foreach(int (*fn)(struct shim_qp *q));
 
+/* The live QP records and their generations, taken under the registry
+ * lock, for work that must not hold it (a record whose generation changed
+ * since was recycled).  Returns how many (0 and NULLs when none or out of
+ * memory); the caller frees both arrays.  Records are never freed. */
+size_t shim_registry_list(struct shim_qp ***out, unsigned **gens);
+
 /* fork(): keep the registry lock consistent; the child forgets the
  * parent's QPs. */
 void shim_registry_atfork_prepare(void);

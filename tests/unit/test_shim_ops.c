@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "../shim-all.h"
 
@@ -313,6 +314,88 @@ static void extended_poll_gets_injected_completions(void **state)
 	qp.state = IBV_QPS_RESET;
 }
 
+/* ---- re-registration does not hold the registry lock while it waits */
+static struct {
+	int sock;
+	_Atomic int asked, go;
+} fd_daemon;
+
+static void *slow_daemon(void *arg)
+{
+	static const char reply[] =
+		"{\"v\":1,\"ok\":true,\"flow\":3,\"app_slot\":0,\"slot\":0,\"class\":\"latency\"}\n";
+	char buf[4096];
+	ssize_t n = read(fd_daemon.sock, buf, sizeof(buf)); /* register_qp */
+
+	atomic_store(&fd_daemon.asked, n > 0);
+	while (!atomic_load(&fd_daemon.go))
+		usleep(1000);
+	if (write(fd_daemon.sock, reply, sizeof(reply) - 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+static void *reregister(void *arg)
+{
+	pthread_mutex_lock(&cl.lock);
+	register_all();
+	pthread_mutex_unlock(&cl.lock);
+	return NULL;
+}
+
+static void reregistration_leaves_the_registry_free(void **state)
+{
+	static struct {
+		struct jst_shm_global g;
+		struct jst_flow_ctl slot[1];
+	} gs;
+	static struct {
+		struct jst_shm_client c;
+		struct jst_flow_stats st[1];
+	} cs;
+	pthread_t d, r;
+	int sv[2], free_meanwhile;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fd_daemon.sock = sv[1];
+	atomic_store(&fd_daemon.asked, 0);
+	atomic_store(&fd_daemon.go, 0);
+	gs.g.n_slots = 1;
+	cs.c.n_slots = 1;
+	pthread_mutex_lock(&cl.lock);
+	cl.fd = sv[0];
+	cl.pid = getpid();
+	atomic_store(&cl.global, &gs.g);
+	cl.global_size = sizeof(gs);
+	cl.client = &cs.c;
+	cl.client_size = sizeof(cs);
+	pthread_mutex_unlock(&cl.lock);
+	pthread_create(&d, NULL, slow_daemon, NULL);
+	pthread_create(&r, NULL, reregister, NULL);
+	while (!atomic_load(&fd_daemon.asked))
+		usleep(1000);
+	/* the daemon has not answered: fork() and QP creation must not wait */
+	free_meanwhile = !pthread_mutex_trylock(&reg_lock);
+	if (free_meanwhile)
+		pthread_mutex_unlock(&reg_lock);
+	atomic_store(&fd_daemon.go, 1);
+	pthread_join(r, NULL);
+	pthread_join(d, NULL);
+	assert_true(free_meanwhile);
+	assert_int_equal(shim_qp_find(ctx, 7)->flow_id, 3);
+	pthread_mutex_lock(&cl.lock);
+	cl.fd = -1;
+	cl.pid = 0;
+	atomic_store(&cl.global, NULL);
+	cl.client = NULL;
+	pthread_mutex_unlock(&cl.lock);
+	atomic_store(&shim_qp_find(ctx, 7)->slot, NULL);
+	atomic_store(&shim_qp_find(ctx, 7)->shm_stats, NULL);
+	shim_qp_find(ctx, 7)->flow_id = 0;
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static int mapped(const char *name)
 {
 	char line[512];
@@ -517,6 +600,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(injected_completion_comes_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(extended_poll_gets_injected_completions, setup, teardown),
 		cmocka_unit_test_setup_teardown(segments_sealed_and_let_go, setup, teardown),
+		cmocka_unit_test_setup_teardown(reregistration_leaves_the_registry_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(create_qp_ex_is_tracked, setup, teardown),
 		cmocka_unit_test_setup_teardown(wr_api_is_wrapped_and_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(destroy_retires_and_failure_keeps, setup, teardown),
