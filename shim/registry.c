@@ -408,6 +408,7 @@ void shim_registry_atfork_child(void)
 		pthread_cond_init(&q->wrb.cond, NULL);
 	}
 	atomic_fetch_add(&shim_qp_epoch, 1);
+	atomic_store(&shim_split_qps, 0); /* the parent's */
 	n_retired = 0;
 	memset(&retired_overflow, 0, sizeof(retired_overflow));
 	n_retired_overflow = 0;

@@ -140,6 +140,7 @@ static int setup(void **state)
 	ctx->ops.post_send = fake_post_send;
 	ctx->ops.post_recv = fake_post_recv;
 	ctx->ops.poll_cq = fake_poll_cq;
+	shim_count_all = 1; /* as with JUSTITIA_STATS: count every QP */
 	memset(&qp, 0, sizeof(qp));
 	qp.context = ctx;
 	qp.qp_num = 7;
@@ -194,6 +195,30 @@ static void post_send_passes_through(void **state)
 	assert_ptr_equal(bad, &w[1]);
 	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].wrs, 3);
 	assert_int_equal(q->st.failed_posts, 1);
+}
+
+/* No daemon, no JUSTITIA_STATS: nobody reads the counters, so the shim
+ * does not keep them -- a post and a poll cost little more than the
+ * latency fast path. */
+static void unmanaged_and_unreported_is_not_counted(void **state)
+{
+	struct ibv_sge sg = { 0, 1000, 0 };
+	struct ibv_send_wr w = { .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_cq cq = { .context = ctx };
+	struct ibv_wc wc[2];
+	struct shim_qp *q = shim_qp_find(ctx, 7);
+
+	shim_count_all = 0;
+	assert_int_equal(ibv_post_send(&qp, &w, &bad), 0);
+	assert_int_equal(fake.send_calls, 1);
+	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].wrs, 0);
+	fake.n_wcs = 1;
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 12, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
+	assert_int_equal(ibv_poll_cq(&cq, 2, wc), 1);
+	assert_int_equal(wc[0].wr_id, 12);
+	assert_int_equal(q->st.cqe_send, 0);
+	shim_count_all = 1;
 }
 
 static void post_recv_and_poll_pass_through(void **state)
@@ -596,6 +621,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(attach_patches_every_pointer, setup, teardown),
 		cmocka_unit_test_setup_teardown(post_send_passes_through, setup, teardown),
+		cmocka_unit_test_setup_teardown(unmanaged_and_unreported_is_not_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(post_recv_and_poll_pass_through, setup, teardown),
 		cmocka_unit_test_setup_teardown(injected_completion_comes_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(extended_poll_gets_injected_completions, setup, teardown),
