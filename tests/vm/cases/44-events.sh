@@ -1,7 +1,8 @@
 #!/bin/bash
 # Completions the shim makes up reach event-driven applications: a split
 # RDMA WRITE whose later chunks fail (tests/progs/cqevent, rxe1 -> rxe0 in
-# one process, one daemon, 64 KiB chunks) completes with the error a whole
+# one process, one daemon, 64 KiB chunks, pacing and splitting even a lone
+# flow: pace_mode share) completes with the error a whole
 # WRITE gets natively, and with a completion event on the application's
 # channel -- the application sleeps in poll() on it, it does not spin.
 #   native.*   without the shim: the reference status
@@ -23,7 +24,8 @@ cat >"$JV_OUT/je.json" <<EOF2
   "devices": [
     { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
     { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ]
+  ],
+  "controller": { "pace_mode": "share" }
 }
 EOF2
 "$D" -c "$JV_OUT/je.json" >>"$JV_OUT/je.log" 2>&1 &
