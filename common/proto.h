@@ -13,6 +13,13 @@
 #define PROTO_VERSION 1
 #define PROTO_MAX_LINE_DEFAULT 65536
 #define PROTO_MAX_FDS 4
+/* The time budget of the control protocol (docs/protocol.md, "Timeouts"):
+ * a daemon answers every request within PROTO_REPLY_MS -- its slowest
+ * answer, split_peer asking another host's daemon, gives up on that
+ * daemon after PROTO_PEER_LOOKUP_MS -- and a shim waits that long for a
+ * reply before it counts the daemon as gone. */
+#define PROTO_PEER_LOOKUP_MS 2000
+#define PROTO_REPLY_MS (PROTO_PEER_LOOKUP_MS + 1000)
 #define PROTO_DEFAULT_SOCKET "/run/justitia/justitiad.sock"
 /* Environment variable that overrides PROTO_DEFAULT_SOCKET for clients. */
 #define PROTO_SOCKET_ENV "JUSTITIA_SOCKET"

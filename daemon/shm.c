@@ -11,31 +11,48 @@
 #include <unistd.h>
 
 #define RELAXED memory_order_relaxed
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
+#endif
 
-int shm_seg_create(struct shm_seg *s, const char *name, size_t size)
+static int seg_create(struct shm_seg *s, const char *name, size_t size, int seals)
 {
 	int rc;
 
 	s->fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (s->fd < 0)
 		return -errno;
-	if (ftruncate(s->fd, (off_t)size) ||
-	    fcntl(s->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+	if (ftruncate(s->fd, (off_t)size)) {
 		rc = -errno;
 		goto out_close;
 	}
 	s->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 	if (s->base == MAP_FAILED) {
 		rc = -errno;
-		goto out_close;
+		goto out_unmapped;
+	}
+	/* after our own writable mapping: F_SEAL_FUTURE_WRITE leaves it
+	 * writable and refuses every later write, through any descriptor
+	 * (a read-only one reopened O_RDWR through /proc/PID/fd included) */
+	if (fcntl(s->fd, F_ADD_SEALS, seals | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		rc = -errno;
+		munmap(s->base, size);
+		goto out_unmapped;
 	}
 	s->size = size;
 	return 0;
+out_unmapped:
+	s->base = NULL;
 out_close:
 	close(s->fd);
 	s->fd = -1;
 	s->base = NULL;
 	return rc;
+}
+
+int shm_seg_create(struct shm_seg *s, const char *name, size_t size)
+{
+	return seg_create(s, name, size, 0);
 }
 
 void shm_seg_destroy(struct shm_seg *s)
@@ -62,7 +79,8 @@ int shm_seg_open_ro(const struct shm_seg *s)
 int shm_global_create(struct shm_seg *s, uint32_t n_slots, uint64_t instance)
 {
 	struct jst_shm_global *g;
-	int rc = shm_seg_create(s, "justitia-global", jst_shm_global_size(n_slots));
+	/* every shim reads it, none may write it (Linux >= 5.1) */
+	int rc = seg_create(s, "justitia-global", jst_shm_global_size(n_slots), F_SEAL_FUTURE_WRITE);
 
 	if (rc)
 		return rc;

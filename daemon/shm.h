@@ -15,7 +15,8 @@ struct shm_seg {
 };
 
 /* An anonymous memfd of @size bytes, sealed against resizing, mapped
- * read-write.  0 or -errno. */
+ * read-write.  0 or -errno.  (The global segment is also sealed with
+ * F_SEAL_FUTURE_WRITE: only the daemon's own mapping can write it.) */
 int shm_seg_create(struct shm_seg *s, const char *name, size_t size);
 void shm_seg_destroy(struct shm_seg *s);
 /* A new read-only descriptor of the same memory (the shim cannot map it

@@ -107,7 +107,7 @@ void splitq_lookup(struct daemon *d, const char *gid, uint32_t qpn, splitq_cb cb
 	pl->arg = arg;
 	if (peer_request(p, "split_lookup", json_pack("{s:s, s:I}", "gid", gid, "qpn",
 						      (json_int_t)qpn),
-			 got_reply, pl, 2000)) {
+			 got_reply, pl, PROTO_PEER_LOOKUP_MS)) {
 		free(pl);
 		cb(d, arg, -1, "the peer daemon is not reachable");
 	}

@@ -8,6 +8,7 @@
 
 #include "client.h"
 #include "shim.h"
+#include "slot.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -26,6 +27,7 @@ EXPORT int justitia_set_qp_class(struct ibv_qp *qp, int cls)
 EXPORT int justitia_qp_status(struct ibv_qp *qp, struct justitia_qp_status *st)
 {
 	const struct jst_flow_ctl *slot;
+	struct shim_slot_view v;
 	struct shim_qp *q;
 
 	if (!qp || !st)
@@ -37,10 +39,10 @@ EXPORT int justitia_qp_status(struct ibv_qp *qp, struct justitia_qp_status *st)
 	slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	st->cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
 	st->managed = slot != NULL;
-	if (slot) {
-		st->split = !!(atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT);
-		st->chunk_bytes = atomic_load_explicit(&slot->chunk_bytes, memory_order_relaxed);
-		st->rate_bps = atomic_load_explicit(&slot->rate_bps, memory_order_relaxed);
+	if (slot && !shim_slot_read(slot, q->flow_id, &v)) {
+		st->split = !!(v.flags & JST_F_SPLIT);
+		st->chunk_bytes = v.chunk_bytes;
+		st->rate_bps = v.rate_bps;
 	}
 	snprintf(st->warning, sizeof(st->warning), "%s", q->warning);
 	return 0;

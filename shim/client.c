@@ -11,6 +11,7 @@
 #include "classify.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,7 +30,14 @@
 #include "shm_abi.h"
 
 #define CONNECT_TIMEOUT_MS 200
-#define CALL_TIMEOUT_MS 1000
+/* a reply within the protocol's budget, the slowest answer included */
+#define CALL_TIMEOUT_MS PROTO_REPLY_MS
+_Static_assert(CALL_TIMEOUT_MS > PROTO_PEER_LOOKUP_MS,
+	       "a slow peer lookup must not look like a dead daemon");
+#define UNREACHABLE_RETRY_NS 1000000000ull
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010 /* Linux 5.1 */
+#endif
 #define BACKOFF_MIN_NS 1000000000ull
 #define BACKOFF_MAX_NS 30000000000ull
 
@@ -44,6 +52,7 @@ static struct {
 	size_t client_size;
 	const char *cls_hint;         /* from JUSTITIA_CLASS, NULL = let the daemon decide */
 	int need_fail_open;           /* lost the daemon: QPs must stop pacing */
+	struct { void *p; size_t n; } stale[2]; /* a lost daemon's segments (retire_segment()) */
 } cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static uint64_t now_ns(void)
@@ -72,16 +81,55 @@ void shim_client_init(void)
 		shim_log("JUSTITIA_CLASS=%s is not lat|tput|bw|auto: ignored", c);
 }
 
-/* Forget the connection.  Mappings stay: the post path may still be using
- * them, and they are only shared memory nobody reads any more. */
+/* Let go of a lost daemon's segments.  A post path may still hold a
+ * pointer into them for a moment (until fail-open reaches its QP): they
+ * are replaced at once by private zero pages (the daemon's memory is
+ * released; a late reader sees a free slot, a late writer counts into
+ * nothing) and unmapped for good once the QPs point elsewhere (stale_drop,
+ * after the next fail-open). */
+static void retire_segment(void *p, size_t n)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (cl.stale[i].p)
+			continue;
+		if (mmap(p, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED)
+			break;
+		cl.stale[i].p = p;
+		cl.stale[i].n = n;
+		return;
+	}
+	/* no room (two losses without a fail-open between): keep it mapped */
+}
+
+static void stale_drop(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (cl.stale[i].p)
+			munmap(cl.stale[i].p, cl.stale[i].n);
+		cl.stale[i].p = NULL;
+	}
+}
+
+/* Forget the connection and the daemon's segments (retire_segment()). */
 static void disconnect(int failed)
 {
 	if (cl.fd >= 0 && cl.pid == getpid())
 		close(cl.fd);
 	cl.fd = -1;
+	/* only a daemon we were registered with can have paced a QP: a
+	 * daemon that never answered leaves nothing to fail open */
+	if (atomic_load(&cl.global)) {
+		cl.need_fail_open = 1;
+		if (cl.pid == getpid()) {
+			retire_segment(atomic_load(&cl.global), cl.global_size);
+			retire_segment(cl.client, cl.client_size);
+		}
+	}
 	atomic_store(&cl.global, NULL);
 	cl.client = NULL;
-	cl.need_fail_open = 1;
 	if (failed) {
 		cl.backoff_ns = cl.backoff_ns ? cl.backoff_ns * 2 : BACKOFF_MIN_NS;
 		if (cl.backoff_ns > BACKOFF_MAX_NS)
@@ -90,11 +138,19 @@ static void disconnect(int failed)
 	}
 }
 
-static void *map_fd(int fd, int prot, size_t *size)
+/* Map a segment the daemon sent, if it is sealed as the ABI says: against
+ * resizing (a shrunk segment would fault in the post path) and, for the
+ * global one, against writes through any other mapping (so that no client
+ * can rewrite the rates every other client reads). */
+static void *map_fd(int fd, int prot, int seals, size_t *size)
 {
 	struct stat st;
+	int have = fcntl(fd, F_GET_SEALS);
 	void *p;
 
+	seals |= F_SEAL_SHRINK | F_SEAL_GROW;
+	if (have < 0 || (have & seals) != seals)
+		return NULL;
 	if (fstat(fd, &st) || st.st_size <= 0)
 		return NULL;
 	p = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
@@ -159,8 +215,8 @@ static int hello(void)
 		return -ECONNREFUSED;
 	json_decref(r);
 	if (nfds == 2) {
-		g = map_fd(fds[0], PROT_READ, &gsize);
-		c = map_fd(fds[1], PROT_READ | PROT_WRITE, &csize);
+		g = map_fd(fds[0], PROT_READ, F_SEAL_FUTURE_WRITE, &gsize);
+		c = map_fd(fds[1], PROT_READ | PROT_WRITE, 0, &csize);
 		rc = g && c ? validate(g, gsize, c, csize) : -ENOMEM;
 	}
 	for (int i = 0; i < nfds; i++)
@@ -183,6 +239,25 @@ static int hello(void)
 
 static int register_locked(struct shim_qp *q);
 
+/* Register every live QP anew (the daemon is new).  Each call waits for
+ * the daemon: not under the registry lock, which fork() and every QP
+ * creation and destruction need.  A QP destroyed meanwhile cannot be
+ * unregistered before we are done (that needs cl.lock, held); a record
+ * recycled meanwhile is skipped (its new QP registers itself, also after
+ * us). */
+static void register_all(void)
+{
+	struct shim_qp **qs;
+	unsigned *gens;
+	size_t n = shim_registry_list(&qs, &gens);
+
+	for (size_t i = 0; i < n; i++)
+		if (atomic_load(&qs[i]->gen) == gens[i] && atomic_load(&qs[i]->ctx))
+			register_locked(qs[i]);
+	free(qs);
+	free(gens);
+}
+
 /* Connect if needed and allowed now.  Called with the lock held. */
 static int ensure_connected(void)
 {
@@ -198,7 +273,12 @@ static int ensure_connected(void)
 	if (fd < 0) {
 		shim_log_once("cannot reach justitiad (%s): running unmanaged, will retry",
 			      strerror(-fd));
-		disconnect(1);
+		disconnect(0);
+		/* no daemon listening: cheap to ask again soon, so that a
+		 * daemon started after the application takes over within
+		 * UNREACHABLE_RETRY_NS (a daemon that answers badly backs
+		 * off, 1 s doubling to 30 s) */
+		cl.retry_at_ns = now_ns() + UNREACHABLE_RETRY_NS;
 		return fd;
 	}
 	cl.fd = fd;
@@ -207,8 +287,17 @@ static int ensure_connected(void)
 		return -ECONNREFUSED;
 	cl.backoff_ns = 0;
 	shim_log("registered with justitiad");
+	/* the QPs still point into the lost daemon's memory: let go of it
+	 * before registering them anew (lock order: cl.lock, then the
+	 * registry's), so that no later fail-open unregisters them */
+	if (cl.need_fail_open) {
+		cl.need_fail_open = 0;
+		shim_pace_fail_open();
+	}
+	/* no QP points into a lost daemon's segments any more */
+	stale_drop();
 	/* a new daemon knows none of our QPs yet */
-	shim_registry_foreach(register_locked);
+	register_all();
 	return 0;
 }
 
@@ -339,8 +428,13 @@ void shim_client_poll(void)
 	gone = cl.need_fail_open;
 	cl.need_fail_open = 0;
 	pthread_mutex_unlock(&cl.lock);
-	if (gone)
+	if (gone) {
 		shim_pace_fail_open();
+		pthread_mutex_lock(&cl.lock);
+		if (!cl.need_fail_open)
+			stale_drop();
+		pthread_mutex_unlock(&cl.lock);
+	}
 	/* reconnecting registers every QP anew (and may need the registry
 	 * lock, which fail-open took and released above) */
 	pthread_mutex_lock(&cl.lock);
@@ -375,13 +469,20 @@ int shim_client_report_class(struct shim_qp *q, int cls)
 
 void shim_client_qp_created(struct shim_qp *q, struct ibv_qp *qp)
 {
+	int connected;
+
 	pthread_mutex_lock(&cl.lock);
 	/* connecting registers every known QP, this one included */
 	if (cl.fd < 0 || cl.pid != getpid())
 		ensure_connected();
 	else
 		register_locked(q);
+	connected = cl.fd >= 0;
 	pthread_mutex_unlock(&cl.lock);
+	/* no daemon yet: the progress thread keeps asking (shim_client_poll),
+	 * so that one started later manages this QP without a restart */
+	if (!connected)
+		shim_pace_start_thread();
 }
 
 static const char *state_name(enum ibv_qp_state s)
@@ -531,6 +632,11 @@ void shim_client_atfork_child(void)
 		munmap(cl.client, cl.client_size);
 	atomic_store(&cl.global, NULL);
 	cl.client = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (cl.stale[i].p)
+			munmap(cl.stale[i].p, cl.stale[i].n);
+		cl.stale[i].p = NULL;
+	}
 	cl.need_fail_open = 0;
 	cl.retry_at_ns = 0;
 	cl.backoff_ns = 0;

@@ -62,6 +62,11 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 		shim_pace_recheck(q);
 		if (shim_pace_needed(q))
 			return shim_pace_post(q, qp, wr, bad);
+		/* nobody reads its counters (no daemon, no JUSTITIA_STATS, no
+		 * split QP, no classifier): pass it through */
+		if (!shim_count_all && !atomic_load_explicit(&q->shm_stats, memory_order_relaxed) &&
+		    !q->split.qp && !atomic_load_explicit(&q->classify.on, memory_order_relaxed))
+			return q->sctx->post_send(qp, wr, bad);
 		*bad = NULL;
 		rc = q->sctx->post_send(qp, wr, bad);
 		shim_pace_posted_direct(q);
@@ -141,16 +146,17 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	}
 	if (__builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_relaxed), 0))
 		held = shim_pace_progress(cq);
-	got = 0;
-	if (__builtin_expect(atomic_load_explicit(&shim_inject_pending, memory_order_acquire), 0))
-		got = shim_inject_take(cq, n, wc);
-	if (got < n) {
-		int more = c->poll_cq(cq, n - got, wc + got);
+	got = c->poll_cq(cq, n, wc);
+	if (__builtin_expect(atomic_load_explicit(&shim_inject_pending, memory_order_acquire), 0)) {
+		/* owed completions, where the provider flushed their markers
+		 * (in order), or after what it returned (inject.h) */
+		int more = shim_inject_fix(cq, wc, got < 0 ? 0 : got, n);
 
-		if (more < 0)
-			return got ? got : more;
-		got += more;
+		if (got >= 0 || more)
+			got = more;
 	}
+	if (got < 0)
+		return got;
 	if (__builtin_expect(held, 0) && !got && shim_poll_yield) {
 		/* The application spins on a CQ whose QP the shim holds back:
 		 * what it waits for comes when a token does.  Let whatever
@@ -159,35 +165,43 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		 * nothing else runnable this returns at once. */
 		sched_yield();
 	}
-	for (int i = 0; i < got; i++) {
-		int rx = wc[i].status == IBV_WC_SUCCESS && (wc[i].opcode & IBV_WC_RECV);
-		struct shim_qp *q = rx ? shim_qp_find_sure(cq->context, wc[i].qp_num)
-				       : shim_qp_find(cq->context, wc[i].qp_num);
-
-		if (!q)
-			continue;
-		if (!rx && (wc[i].wr_id & 1) && q->split.qp && shim_pace_barrier_done(q, &wc[i])) {
-			/* the shim's ordering barrier (pace.c): not the app's */
-			memmove(&wc[i], &wc[i + 1], (size_t)(got - i - 1) * sizeof(*wc));
-			got--;
-			i--;
-			continue;
-		}
-		if (rx && q->split.qp) {
-			/* a split SEND / WRITE_WITH_IMM shows its full length */
-			pthread_mutex_lock(&q->lock);
-			splitmsg_rx_done(q, &wc[i]);
-			pthread_mutex_unlock(&q->lock);
-		} else if (wc[i].status == IBV_WC_SUCCESS &&
-			   atomic_load_explicit(&q->split.msg.fin_len, memory_order_relaxed)) {
-			/* and so does the sender's (an RDMA READ's bytes read) */
-			pthread_mutex_lock(&q->lock);
-			splitmsg_tx_done(q, &wc[i]);
-			pthread_mutex_unlock(&q->lock);
-		}
-		stats_account_wc(&q->st, &wc[i]);
-	}
+	/* completions matter to split QPs' messages, the classifier and the
+	 * JUSTITIA_STATS report only */
+	if (shim_count_all || shim_classify_auto ||
+	    atomic_load_explicit(&shim_split_qps, memory_order_relaxed))
+		for (int i = 0; i < got; i++)
+			if (shim_ops_wc(cq->context, &wc[i])) {
+				/* the shim's ordering barrier (pace.c): not the app's */
+				memmove(&wc[i], &wc[i + 1], (size_t)(got - i - 1) * sizeof(*wc));
+				got--;
+				i--;
+			}
 	return got;
+}
+
+int shim_ops_wc(struct ibv_context *ctx, struct ibv_wc *wc)
+{
+	int rx = wc->status == IBV_WC_SUCCESS && (wc->opcode & IBV_WC_RECV);
+	struct shim_qp *q = rx ? shim_qp_find_sure(ctx, wc->qp_num) : shim_qp_find(ctx, wc->qp_num);
+
+	if (!q)
+		return 0;
+	if (!rx && (wc->wr_id & 1) && q->split.qp && shim_pace_barrier_done(q, wc))
+		return 1;
+	if (rx && q->split.qp) {
+		/* a split SEND / WRITE_WITH_IMM shows its full length */
+		pthread_mutex_lock(&q->lock);
+		splitmsg_rx_done(q, wc);
+		pthread_mutex_unlock(&q->lock);
+	} else if (wc->status == IBV_WC_SUCCESS &&
+		   atomic_load_explicit(&q->split.msg.fin_len, memory_order_relaxed)) {
+		/* and so does the sender's (an RDMA READ's bytes read) */
+		pthread_mutex_lock(&q->lock);
+		splitmsg_tx_done(q, wc);
+		pthread_mutex_unlock(&q->lock);
+	}
+	stats_account_wc(&q->st, wc);
+	return 0;
 }
 
 static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
@@ -212,6 +226,28 @@ static struct ibv_qp *shim_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 			wrbuf_allow(&q->wrb, attr);
 	}
 	return qp;
+}
+
+/* Extended CQs: their pollers are wrapped (cqex.c).  The shim needs the
+ * QP number and length of every completion to deliver its own and to show
+ * split messages whole, whatever the application asked for. */
+static struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
+{
+	struct shim_ctx *c = shim_ctx_find(ctx);
+	struct ibv_cq_ex *cq;
+
+	if (!c || !c->create_cq_ex) {
+		shim_log_once("create_cq_ex on an unknown context");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (shim_busy)
+		return c->create_cq_ex(ctx, attr);
+	attr->wc_flags |= IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_BYTE_LEN;
+	cq = c->create_cq_ex(ctx, attr);
+	if (cq)
+		shim_cqex_wrap(cq);
+	return cq;
 }
 
 void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
@@ -244,6 +280,11 @@ struct shim_ctx *shim_ops_attach(struct ibv_context *ctx)
 	if (vctx) {
 		c->create_qp_ex = vctx->create_qp_ex;
 		vctx->create_qp_ex = shim_create_qp_ex;
+	}
+	vctx = verbs_get_ctx_op(ctx, create_cq_ex);
+	if (vctx) {
+		c->create_cq_ex = vctx->create_cq_ex;
+		vctx->create_cq_ex = shim_create_cq_ex;
 	}
 	ctx->ops.post_send = shim_post_send;
 	ctx->ops.post_recv = shim_post_recv;

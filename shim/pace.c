@@ -25,6 +25,7 @@
 #include "inject.h"
 #include "log.h"
 #include "shim.h"
+#include "slot.h"
 #include "split.h"
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
@@ -44,6 +45,7 @@ static struct {
 	pid_t pid;                       /* process whose thread runs */
 	int efd, tfd, ep;
 	pthread_t th;
+	_Atomic pid_t started;           /* pid once its thread runs */
 } pg = { .lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .tfd = -1, .ep = -1 };
 
 _Atomic unsigned shim_pace_queued;
@@ -103,8 +105,12 @@ static int wants_pacing(struct shim_qp *q)
 {
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+	struct shim_slot_view v;
 
 	if (!slot || cls == JST_CLASS_LATENCY || q->type != IBV_QPT_RC || !daemon_alive(slot))
+		return 0;
+	/* freed, or recycled for another flow (shim/slot.h) */
+	if (shim_slot_read(slot, q->flow_id, &v) == -ESTALE)
 		return 0;
 	if (atomic_load_explicit(&q->split.state, memory_order_relaxed) == SPLIT_READY &&
 	    (atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT))
@@ -255,6 +261,10 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+	case IBV_WR_TSO: return IBV_WC_TSO;
+	case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
 	default: return IBV_WC_SEND;
 	}
 }
@@ -419,7 +429,6 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 
 	shim_log("QP %u: a split chunk failed (%s): failing the message", q->qp->qp_num,
 		 ibv_wc_status_str(wc.status));
-	shim_inject_wc(q->qp->send_cq, &wc);
 	q->bl_head = p->next;
 	q->bl_len--;
 	free(p);
@@ -429,6 +438,9 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	shim_busy = 1;
 	ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
 	shim_busy = saved;
+	/* after the error state: its completion comes behind the flushes of
+	 * the WRs posted before it (inject.h) */
+	shim_inject_wc(q->qp->send_cq, &wc);
 	fail_backlog(q, EIO);
 }
 
@@ -958,7 +970,30 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int progress_start_locked(void);
+
+/* Start the progress thread once per process (two QPs created at once by
+ * two threads must not start two). */
 static int progress_start(void)
+{
+	int rc;
+
+	if (atomic_load_explicit(&pg.started, memory_order_acquire) == getpid())
+		return 0;
+	pthread_mutex_lock(&start_lock);
+	rc = progress_start_locked();
+	pthread_mutex_unlock(&start_lock);
+	return rc;
+}
+
+int shim_pace_start_thread(void)
+{
+	return progress_start();
+}
+
+static int progress_start_locked(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	sigset_t all, old;
@@ -988,6 +1023,7 @@ static int progress_start(void)
 	pthread_detach(pg.th);
 	pg.pid = getpid();
 	arm(pace_now() + TICK_NS);
+	atomic_store_explicit(&pg.started, pg.pid, memory_order_release);
 	return 0;
 out_close:
 	shim_log_once("cannot start the pacing thread: QPs stay unpaced");
@@ -1145,4 +1181,6 @@ void shim_pace_atfork_child(void)
 	atomic_store(&shim_pace_queued, 0);
 	pg.ep = pg.efd = pg.tfd = -1; /* the parent's, shared: leave them */
 	pg.pid = 0;
+	atomic_store(&pg.started, 0);
+	pthread_mutex_init(&start_lock, NULL);
 }

@@ -102,6 +102,9 @@ void shim_pace_fail_open(void);
 /* Watch / stop watching the completion channel of @q's split QP. */
 int shim_pace_watch(struct shim_qp *q);
 void shim_pace_unwatch(struct shim_qp *q);
+/* Start the progress thread if it does not run yet (once per process):
+ * it also reconnects to a daemon that was not there (client.c). */
+int shim_pace_start_thread(void);
 /* fork(): the progress thread does not exist in the child. */
 void shim_pace_atfork_child(void);
 

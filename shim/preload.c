@@ -180,7 +180,11 @@ int jst_destroy_qp(struct ibv_qp *qp)
 	init();
 	if (!real.destroy_qp)
 		return ENOSYS;
-	q = shim_busy ? NULL : shim_qp_find_sure(qp->context, qp->qp_num);
+	/* the shim's own QP (a split QP): never recorded, and its destroyer
+	 * may hold the registry lock (re-registration after a reconnect) */
+	if (shim_busy)
+		return real.destroy_qp(qp);
+	q = shim_qp_find_sure(qp->context, qp->qp_num);
 	if (q) {
 		shim_pace_qp_gone(q);
 		shim_split_destroy(q);

@@ -64,6 +64,7 @@ struct shim_ctx *shim_ctx_get(struct ibv_context *ctx, int *created)
 	c->post_recv = ctx->ops.post_recv;
 	c->poll_cq = ctx->ops.poll_cq;
 	c->create_qp_ex = NULL;
+	c->create_cq_ex = NULL;
 	snprintf(c->device, sizeof(c->device), "%s", ctx->device ? ctx->device->name : "?");
 	atomic_store_explicit(&c->ctx, ctx, memory_order_release);
 	*created = 1;
@@ -338,6 +339,38 @@ void shim_registry_foreach(int (*fn)(struct shim_qp *q))
 	pthread_mutex_unlock(&reg_lock);
 }
 
+size_t shim_registry_list(struct shim_qp ***out, unsigned **gens)
+{
+	size_t n = 0, i = 0;
+
+	*out = NULL;
+	*gens = NULL;
+	pthread_mutex_lock(&reg_lock);
+	for (unsigned b = 0; b < QP_BUCKETS; b++)
+		for (struct shim_qp *q = atomic_load(&qp_buckets[b]); q; q = atomic_load(&q->next))
+			n++;
+	if (n) {
+		*out = malloc(n * sizeof(**out));
+		*gens = malloc(n * sizeof(**gens));
+	}
+	if (*out && *gens) {
+		for (unsigned b = 0; b < QP_BUCKETS; b++)
+			for (struct shim_qp *q = atomic_load(&qp_buckets[b]); q;
+			     q = atomic_load(&q->next)) {
+				(*out)[i] = q;
+				(*gens)[i++] = atomic_load(&q->gen);
+			}
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (i < n) {
+		free(*out);
+		free(*gens);
+		*out = NULL;
+		*gens = NULL;
+	}
+	return i;
+}
+
 void shim_registry_atfork_prepare(void)
 {
 	pthread_mutex_lock(&reg_lock);
@@ -367,9 +400,15 @@ void shim_registry_atfork_child(void)
 			free_push(q);
 		}
 	}
-	for (struct shim_qp *q = free_head; q; q = q->free_next)
+	/* locks and a condition threads of the parent may have held or
+	 * waited on (wrbuf: a batch in progress) */
+	for (struct shim_qp *q = free_head; q; q = q->free_next) {
 		pthread_mutex_init(&q->lock, NULL);
+		pthread_mutex_init(&q->wrb.lock, NULL);
+		pthread_cond_init(&q->wrb.cond, NULL);
+	}
 	atomic_fetch_add(&shim_qp_epoch, 1);
+	atomic_store(&shim_split_qps, 0); /* the parent's */
 	n_retired = 0;
 	memset(&retired_overflow, 0, sizeof(retired_overflow));
 	n_retired_overflow = 0;

@@ -19,6 +19,7 @@ typedef int (*post_send_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_se
 typedef int (*post_recv_fn)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **);
 typedef int (*poll_cq_fn)(struct ibv_cq *, int, struct ibv_wc *);
 typedef struct ibv_qp *(*create_qp_ex_fn)(struct ibv_context *, struct ibv_qp_init_attr_ex *);
+typedef struct ibv_cq_ex *(*create_cq_ex_fn)(struct ibv_context *, struct ibv_cq_init_attr_ex *);
 
 struct shim_ctx {
 	struct shim_ctx *_Atomic next;        /* all records; never freed */
@@ -27,6 +28,7 @@ struct shim_ctx {
 	post_recv_fn post_recv;
 	poll_cq_fn poll_cq;
 	create_qp_ex_fn create_qp_ex;         /* NULL if the provider has none */
+	create_cq_ex_fn create_cq_ex;         /* the same */
 	char device[IBV_SYSFS_NAME_MAX];
 };
 
@@ -70,8 +72,8 @@ struct shim_qp {
 	struct stats_batch batch;             /* a batch passed through */
 	struct wrbuf wrb;                     /* a batch buffered (wrbuf.h) */
 	/* registration with justitiad (client.c) */
-	unsigned port;
-	uint32_t flow_id;                     /* 0: not registered */
+	_Atomic unsigned port;
+	_Atomic uint32_t flow_id;             /* 0: not registered */
 	struct jst_flow_stats *_Atomic shm_stats; /* our counter slot, or NULL */
 	const struct jst_flow_ctl *_Atomic slot;  /* the daemon's slot, or NULL */
 	char warning[160];
@@ -130,6 +132,12 @@ struct stats_snapshot *shim_registry_snapshot(size_t *n, struct stats_snapshot *
 
 /* Call @fn for every live QP record, under the registry lock. */
 void shim_registry_foreach(int (*fn)(struct shim_qp *q));
+
+/* The live QP records and their generations, taken under the registry
+ * lock, for work that must not hold it (a record whose generation changed
+ * since was recycled).  Returns how many (0 and NULLs when none or out of
+ * memory); the caller frees both arrays.  Records are never freed. */
+size_t shim_registry_list(struct shim_qp ***out, unsigned **gens);
 
 /* fork(): keep the registry lock consistent; the child forgets the
  * parent's QPs. */

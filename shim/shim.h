@@ -24,6 +24,13 @@ extern int shim_count_all;
 /* Add posted WRs to the flow's counters in the daemon's shared memory. */
 void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes);
 
+/* A completion polled from a CQ of @ctx: show a split message's full
+ * length, count it.  Returns 1 when it is the shim's own ordering barrier
+ * (pace.c), which the application must not see: drop it. */
+int shim_ops_wc(struct ibv_context *ctx, struct ibv_wc *wc);
+/* Wrap the pollers of an extended CQ (cqex.c; idempotent). */
+void shim_cqex_wrap(struct ibv_cq_ex *cq);
+
 /* Wrap the wr_* pointers of @qpx (idempotent). */
 void shim_qpex_wrap(struct shim_qp *q, struct ibv_qp_ex *qpx);
 

@@ -11,6 +11,8 @@
 #include "pace.h"
 #include "shim.h"
 
+_Atomic unsigned shim_split_qps;
+
 int shim_split_sges(const struct ibv_sge *sg, int nsge, uint64_t off, uint64_t len,
 		    struct ibv_sge *out, int max)
 {
@@ -67,6 +69,7 @@ int shim_split_create(struct shim_qp *q)
 	sp->qp = ibv_create_qp(q->qp->pd, &a);
 	if (!sp->qp)
 		goto out_err;
+	atomic_fetch_add_explicit(&shim_split_qps, 1, memory_order_relaxed);
 	{
 		struct ibv_device_attr da;
 
@@ -210,8 +213,10 @@ void shim_split_destroy(struct shim_qp *q)
 	atomic_store(&sp->state, SPLIT_NONE);
 	pthread_mutex_unlock(&q->lock);
 	shim_busy = 1;
-	if (qp)
+	if (qp) {
 		ibv_destroy_qp(qp);
+		atomic_fetch_sub_explicit(&shim_split_qps, 1, memory_order_relaxed);
+	}
 	pthread_mutex_lock(&q->lock);
 	splitmsg_teardown(q); /* its memory regions, once no QP uses them */
 	pthread_mutex_unlock(&q->lock);

@@ -48,6 +48,9 @@ int shim_split_create(struct shim_qp *q);
  * @peer_split: the peer's split QP (-1: none, so pace only). */
 void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask, int peer_split);
 void shim_split_destroy(struct shim_qp *q);
+/* How many split QPs exist: while none does, completions need no look at
+ * (ops.c). */
+extern _Atomic unsigned shim_split_qps;
 
 /* The SGEs covering bytes [@off, @off + @len) of the message @sg/@nsge,
  * into @out (at most @max).  Returns their number, or -1 if they do not

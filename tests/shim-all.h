@@ -10,6 +10,7 @@
 #include "../shim/client.c"
 #include "../shim/pace.c"
 #include "../shim/inject.c"
+#include "../shim/cqex.c"
 #include "../shim/split.c"
 #include "../shim/splitmsg.c"
 #include "../shim/classify.c"

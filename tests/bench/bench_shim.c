@@ -27,6 +27,17 @@ __attribute__((noinline)) static int fake_post_send(struct ibv_qp *qp, struct ib
 	return 0;
 }
 
+/* one successful send completion of the unmanaged bandwidth QP per poll */
+__attribute__((noinline)) static int fake_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc)
+{
+	wc->wr_id = sink++;
+	wc->status = IBV_WC_SUCCESS;
+	wc->opcode = IBV_WC_RDMA_WRITE;
+	wc->qp_num = 2;
+	wc->byte_len = 0;
+	return 1;
+}
+
 static uint64_t mono(void)
 {
 	struct timespec ts;
@@ -77,12 +88,47 @@ __attribute__((noinline)) static void run_counted(struct ibv_send_wr *wr, long n
 		ibv_post_send(&qp_bw, wr, &bad);
 }
 
+/* the same QP with JUSTITIA_STATS set (run with shim_count_all = 1) */
+__attribute__((noinline)) static void run_stats(struct ibv_send_wr *wr, long n)
+{
+	struct ibv_send_wr *bad;
+
+	for (long i = 0; i < n; i++)
+		ibv_post_send(&qp_bw, wr, &bad);
+}
+
 __attribute__((noinline)) static void run_paced(struct ibv_send_wr *wr, long n)
 {
 	struct ibv_send_wr *bad;
 
 	for (long i = 0; i < n; i++)
 		ibv_post_send(&qp_paced, wr, &bad);
+}
+
+static int (*volatile provider_poll)(struct ibv_cq *, int, struct ibv_wc *) = fake_poll_cq;
+
+__attribute__((noinline)) static void run_poll_direct(struct ibv_send_wr *wr, long n)
+{
+	struct ibv_wc wc;
+
+	for (long i = 0; i < n; i++)
+		provider_poll(&cq, 1, &wc);
+}
+
+__attribute__((noinline)) static void run_poll(struct ibv_send_wr *wr, long n)
+{
+	struct ibv_wc wc;
+
+	for (long i = 0; i < n; i++)
+		ibv_poll_cq(&cq, 1, &wc);
+}
+
+__attribute__((noinline)) static void run_poll_stats(struct ibv_send_wr *wr, long n)
+{
+	struct ibv_wc wc;
+
+	for (long i = 0; i < n; i++)
+		ibv_poll_cq(&cq, 1, &wc);
 }
 
 static void qp_init(struct ibv_qp *qp, uint32_t qpn)
@@ -108,13 +154,14 @@ int main(int argc, char **argv)
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_WRITE };
 	struct shim_qp *q;
-	double base, lat, cnt, paced;
+	double base, lat, cnt, stats, paced, pbase, poll, pstats;
 
 	setenv("JUSTITIA_SOCKET", "/nonexistent", 1);
 	vctx.sz = sizeof(vctx);
 	vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	vctx.context.device = &dev;
 	vctx.context.ops.post_send = fake_post_send;
+	vctx.context.ops.poll_cq = fake_poll_cq;
 	cq.context = &vctx.context;
 	qp_init(&qp_lat, 1);
 	qp_init(&qp_bw, 2);
@@ -133,8 +180,11 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&cl.lock);
 	atomic_store(&gseg.g.flags, JST_G_RUNNING);
 	atomic_store(&gseg.g.heartbeat_ns, mono() + 3600ull * 1000000000ull);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	atomic_store(&gseg.slot[0].flow_id, 5);
 	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
 	atomic_store(&gseg.slot[0].rate_bps, 1000000000000000ull); /* 1 Pbit/s */
+	q->flow_id = 5;
 	atomic_store(&q->slot, &gseg.slot[0]);
 	atomic_store(&q->shm_stats, &cseg.st[0]);
 	shim_pace_update(q);
@@ -147,11 +197,22 @@ int main(int argc, char **argv)
 	lat = per_op(run_latency, &wr, n);
 	cnt = per_op(run_counted, &wr, n);
 	paced = per_op(run_paced, &wr, n);
+	pbase = per_op(run_poll_direct, &wr, n);
+	poll = per_op(run_poll, &wr, n);
+	shim_count_all = 1; /* JUSTITIA_STATS: every QP counted */
+	stats = per_op(run_stats, &wr, n);
+	pstats = per_op(run_poll_stats, &wr, n);
+	shim_count_all = 0;
 	printf("post path cost per ibv_post_send, %ld iterations (fake provider):\n", n);
 	printf("  provider called directly          %6.1f ns\n", base);
 	printf("  latency QP through the shim       %6.1f ns  (+%.1f ns)\n", lat, lat - base);
-	printf("  bandwidth QP, unpaced, counted    %6.1f ns  (+%.1f ns)\n", cnt, cnt - base);
+	printf("  bandwidth QP, no daemon           %6.1f ns  (+%.1f ns)\n", cnt, cnt - base);
+	printf("  the same, JUSTITIA_STATS set      %6.1f ns  (+%.1f ns)\n", stats, stats - base);
 	printf("  bandwidth QP, paced (per chunk)   %6.1f ns  (+%.1f ns)\n", paced, paced - base);
+	printf("poll path cost per ibv_poll_cq returning one completion:\n");
+	printf("  provider called directly          %6.1f ns\n", pbase);
+	printf("  through the shim (no daemon)      %6.1f ns  (+%.1f ns)\n", poll, poll - pbase);
+	printf("  the same, JUSTITIA_STATS set      %6.1f ns  (+%.1f ns)\n", pstats, pstats - pbase);
 	printf("  => one core paces %.0f Gbit/s in 5 KB chunks\n",
 	       5120.0 * 8 / (paced > 0 ? paced : 1));
 	return sink == 0;

@@ -9,6 +9,7 @@
  * answered with the documented error and still serves "status".  Prints one
  * "ok"/"not ok" line per check; exits 0 when all passed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,10 @@
 
 #include "proto.h"
 #include "shm_abi.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
 
 #define STATUS_REQ "{\"v\":1,\"cmd\":\"status\"}\n"
 #define VERSION_REQ "{\"v\":1,\"cmd\":\"version\"}\n"
@@ -212,6 +217,39 @@ static void shm_abuse(int max_flows)
 		g = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fds[0], 0);
 		check(g != MAP_FAILED && ((struct jst_shm_global *)g)->magic == JST_SHM_GLOBAL_MAGIC,
 		      "the global segment maps read-only with the right magic");
+		/* nor by any other way: what every client reads, no client may
+		 * rewrite (a memfd's read-only descriptor reopens read-write
+		 * through /proc/self/fd unless the daemon sealed it) */
+		{
+			int seals = fcntl(fds[0], F_GET_SEALS), rw;
+			char path[64];
+
+			check(seals >= 0 && (seals & F_SEAL_FUTURE_WRITE) &&
+				      (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) ==
+					      (F_SEAL_SHRINK | F_SEAL_GROW),
+			      "the global segment is sealed against writes and resizing (0x%x)", seals);
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+			rw = open(path, O_RDWR | O_CLOEXEC);
+			if (rw >= 0) {
+				void *w = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+					       MAP_SHARED, rw, 0);
+
+				check(w == MAP_FAILED,
+				      "reopened read-write through /proc, it still cannot be mapped writable");
+				if (w != MAP_FAILED)
+					munmap(w, (size_t)st.st_size);
+				/* the same byte back: no harm if it went through */
+				check(g == MAP_FAILED || pwrite(rw, g, 1, 0) < 0,
+				      "reopened read-write through /proc, it cannot be written");
+				check(ftruncate(rw, 0) < 0, "nor truncated");
+				close(rw);
+			} else {
+				check(1, "it cannot even be reopened read-write (%s)", strerror(errno));
+			}
+			check(g == MAP_FAILED ||
+				      mprotect(g, (size_t)st.st_size, PROT_READ | PROT_WRITE) != 0,
+			      "its read-only mapping cannot be made writable");
+		}
 		fstat(fds[1], &st);
 		c = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 		check(c != MAP_FAILED, "the client segment maps read-write");

@@ -161,6 +161,8 @@ static int setup(void **state)
 	memset(&cseg, 0, sizeof(cseg));
 	atomic_store(&gseg.g.flags, JST_G_RUNNING);
 	atomic_store(&gseg.g.heartbeat_ns, mono());
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	atomic_store(&gseg.slot[0].flow_id, 5);
 	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s: 1000 B = 1 ms */
 	q = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
@@ -171,6 +173,7 @@ static int setup(void **state)
 	cl.need_fail_open = 0;
 	cl.retry_at_ns = UINT64_MAX;
 	pthread_mutex_unlock(&cl.lock);
+	q->flow_id = 5;
 	atomic_store(&q->slot, &gseg.slot[0]);
 	atomic_store(&q->shm_stats, &cseg.st[0]);
 	shim_pace_update(q);
@@ -298,6 +301,41 @@ static void refused_wr_becomes_flush_completion(void **state)
 	}
 }
 
+/* The made-up completion says what the WR was, as the provider's would. */
+static void flush_completion_has_the_wr_opcode(void **state)
+{
+	static const struct { enum ibv_wr_opcode wr; enum ibv_wc_opcode wc; } ops[] = {
+		{ IBV_WR_LOCAL_INV, IBV_WC_LOCAL_INV }, { IBV_WR_BIND_MW, IBV_WC_BIND_MW },
+		{ IBV_WR_TSO, IBV_WC_TSO }, { IBV_WR_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE },
+		{ IBV_WR_SEND, IBV_WC_SEND },
+	};
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	pthread_mutex_lock(&prov.lock);
+	prov.fail_from = 1; /* the first goes; the backlog behind it is refused */
+	pthread_mutex_unlock(&prov.lock);
+	post_n(1, 59, 1000); /* goes at once */
+	for (unsigned i = 0; i < 5; i++) {
+		/* 100 ms each at 1 MB/s: all queue behind the first */
+		struct ibv_sge sge = { .addr = 0x1000, .length = 100000 };
+		struct ibv_send_wr wr = { .wr_id = 60 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = ops[i].wr, .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_send_wr *bad = NULL;
+
+		assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	}
+	for (int i = 0; i < 3000 && got < 5; i++) {
+		got += ibv_poll_cq(&cq, 8 - got, wc + got);
+		usleep(1000);
+	}
+	assert_int_equal(got, 5);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(wc[i].wr_id, 60 + i);
+		assert_int_equal(wc[i].opcode, ops[i].wc);
+	}
+}
+
 static void daemon_gone_fails_open(void **state)
 {
 	uint64_t t0;
@@ -329,6 +367,7 @@ static void use_split_qp(void)
 	q->split.cq = &split_cq;
 	q->split.peer_split_qpn = 23;
 	atomic_store(&q->split.state, SPLIT_READY);
+	atomic_fetch_add(&shim_split_qps, 1); /* as shim_split_create() does */
 	atomic_store(&gseg.slot[0].flags, JST_F_PACE | JST_F_SPLIT);
 	atomic_store(&gseg.slot[0].chunk_bytes, 1000);
 	atomic_store(&gseg.slot[0].rate_bps, 8000000000ull);
@@ -338,6 +377,7 @@ static void use_split_qp(void)
 
 static void drop_split_qp(void)
 {
+	atomic_fetch_sub(&shim_split_qps, 1);
 	pthread_mutex_lock(&q->lock);
 	fin_drop_all(&q->split.msg);
 	memset(&q->split, 0, sizeof(q->split));
@@ -510,6 +550,7 @@ static void fork_child_forgets_parent(void **state)
 	assert_true(atomic_load(&shim_pace_queued) > 0);
 	shim_registry_atfork_prepare();
 	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->wrb.lock); /* a thread in the middle of a batch */
 	pid = fork();
 	if (pid == 0) {
 		struct shim_qp *n;
@@ -524,9 +565,13 @@ static void fork_child_forgets_parent(void **state)
 		     cl.fd < 0 && !shim_client_global();
 		n = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
 		ok = ok && n && shim_qp_find(&vctx.context, 21) == n && !n->bl_head &&
-		     atomic_load(&n->direct) && !pthread_mutex_trylock(&n->lock);
+		     atomic_load(&n->direct) && !pthread_mutex_trylock(&n->lock) &&
+		     !pthread_mutex_trylock(&n->wrb.lock) &&
+		     /* the parent's record, to be recycled: usable again */
+		     !pthread_mutex_trylock(&q->lock) && !pthread_mutex_trylock(&q->wrb.lock);
 		_exit(ok ? 0 : 1);
 	}
+	pthread_mutex_unlock(&q->wrb.lock);
 	pthread_mutex_unlock(&q->lock);
 	shim_registry_atfork_parent();
 	assert_true(pid > 0);
@@ -537,6 +582,27 @@ static void fork_child_forgets_parent(void **state)
 	assert_ptr_equal(shim_qp_find(&vctx.context, 21), q);
 	wait_for(4);
 	assert_int_equal(provider_count(), 4);
+}
+
+/* The daemon freed the flow's slot, or gave it to another flow: its rate
+ * is not this QP's (the shim checks state and flow id, shim/slot.h). */
+static void recycled_slot_is_not_obeyed(void **state)
+{
+	atomic_store(&gseg.slot[0].flow_id, 6);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	atomic_store(&gseg.slot[0].flow_id, 5);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_FREE);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	/* a torn read (odd seq) keeps what the QP had */
+	atomic_store(&gseg.slot[0].seq, 1);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	atomic_store(&gseg.slot[0].seq, 2);
 }
 
 static void latency_class_is_direct(void **state)
@@ -563,6 +629,7 @@ static void backlog_split_when_chunk_shrinks(void **state)
 	pthread_mutex_lock(&q->lock);
 	q->split.qp = &shrink_qp;
 	atomic_store(&q->split.state, SPLIT_READY);
+	atomic_fetch_add(&shim_split_qps, 1);
 	pthread_mutex_unlock(&q->lock);
 	atomic_store(&gseg.slot[0].chunk_bytes, 1 << 20);
 	atomic_store(&gseg.slot[0].flags, JST_F_PACE | JST_F_SPLIT);
@@ -604,6 +671,7 @@ static void backlog_split_when_chunk_shrinks(void **state)
 	assert_int_equal(q->bl_len, 3);
 	q->split.qp = NULL;
 	atomic_store(&q->split.state, SPLIT_NONE);
+	atomic_fetch_sub(&shim_split_qps, 1);
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -618,6 +686,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(daemon_gone_fails_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(fail_open_keeps_order_behind_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
+		cmocka_unit_test_setup_teardown(recycled_slot_is_not_obeyed, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_completion_has_the_wr_opcode, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_waits_for_earlier_wrs, setup, teardown),

@@ -165,6 +165,8 @@ static int setup(void **state)
 	memset(&cseg, 0, sizeof(cseg));
 	atomic_store(&gseg.g.flags, JST_G_RUNNING);
 	atomic_store(&gseg.g.heartbeat_ns, mono());
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	atomic_store(&gseg.slot[0].flow_id, 5);
 	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s: 1000 B = 1 ms */
 	q = shim_ops_track_qp(&qp, "ibv_create_qp_ex", 8);
@@ -175,6 +177,7 @@ static int setup(void **state)
 	cl.need_fail_open = 0;
 	cl.retry_at_ns = UINT64_MAX;
 	pthread_mutex_unlock(&cl.lock);
+	q->flow_id = 5; /* the slot's flow (shim/slot.h) */
 	atomic_store(&q->slot, &gseg.slot[0]);
 	atomic_store(&q->shm_stats, &cseg.st[0]);
 	shim_pace_update(q);

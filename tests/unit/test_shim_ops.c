@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "../shim-all.h"
 
@@ -15,6 +19,7 @@
 static struct {
 	int post_send_rc, post_recv_rc, send_calls, recv_calls;
 	struct ibv_send_wr *bad_send_at;
+	struct ibv_send_wr last_send;
 	struct ibv_wc wcs[4];
 	int n_wcs;
 	char trace[256];
@@ -24,6 +29,7 @@ static struct {
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	fake.send_calls++;
+	fake.last_send = *wr;
 	if (fake.post_send_rc)
 		*bad = fake.bad_send_at;
 	return fake.post_send_rc;
@@ -78,6 +84,44 @@ static void f_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t le
 }
 static void f_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg) { trace("sgl;"); }
 
+/* a fake extended CQ: the provider's completions are fake.wcs */
+static struct {
+	struct ibv_cq_ex cq;
+	int at, ends;
+} fcq;
+
+static int fx_load(struct ibv_cq_ex *cq)
+{
+	if (fcq.at >= fake.n_wcs)
+		return ENOENT;
+	cq->wr_id = fake.wcs[fcq.at].wr_id;
+	cq->status = fake.wcs[fcq.at].status;
+	return 0;
+}
+static int fx_start(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *a) { fcq.at = 0; return fx_load(cq); }
+static int fx_next(struct ibv_cq_ex *cq) { fcq.at++; return fx_load(cq); }
+static void fx_end(struct ibv_cq_ex *cq) { fcq.ends++; fake.n_wcs = 0; }
+static enum ibv_wc_opcode fx_opcode(struct ibv_cq_ex *cq) { return fake.wcs[fcq.at].opcode; }
+static uint32_t fx_len(struct ibv_cq_ex *cq) { return fake.wcs[fcq.at].byte_len; }
+static uint32_t fx_qpn(struct ibv_cq_ex *cq) { return fake.wcs[fcq.at].qp_num; }
+static unsigned fx_wc_flags;
+
+static struct ibv_cq_ex *fake_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
+{
+	memset(&fcq, 0, sizeof(fcq));
+	fx_wc_flags = (unsigned)a->wc_flags;
+	fcq.cq.context = c;
+	fcq.cq.start_poll = fx_start;
+	fcq.cq.next_poll = fx_next;
+	fcq.cq.end_poll = fx_end;
+	fcq.cq.read_opcode = fx_opcode;
+	if (a->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		fcq.cq.read_byte_len = fx_len;
+	if (a->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		fcq.cq.read_qp_num = fx_qpn;
+	return &fcq.cq;
+}
+
 static struct ibv_device fake_dev = { .name = "fake0" };
 static struct verbs_context vctx;
 static struct ibv_context *ctx;
@@ -89,12 +133,14 @@ static int setup(void **state)
 	memset(&vctx, 0, sizeof(vctx));
 	vctx.sz = sizeof(vctx);
 	vctx.create_qp_ex = fake_create_qp_ex;
+	vctx.create_cq_ex = fake_create_cq_ex;
 	ctx = &vctx.context;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	ctx->device = &fake_dev;
 	ctx->ops.post_send = fake_post_send;
 	ctx->ops.post_recv = fake_post_recv;
 	ctx->ops.poll_cq = fake_poll_cq;
+	shim_count_all = 1; /* as with JUSTITIA_STATS: count every QP */
 	memset(&qp, 0, sizeof(qp));
 	qp.context = ctx;
 	qp.qp_num = 7;
@@ -151,6 +197,30 @@ static void post_send_passes_through(void **state)
 	assert_int_equal(q->st.failed_posts, 1);
 }
 
+/* No daemon, no JUSTITIA_STATS: nobody reads the counters, so the shim
+ * does not keep them -- a post and a poll cost little more than the
+ * latency fast path. */
+static void unmanaged_and_unreported_is_not_counted(void **state)
+{
+	struct ibv_sge sg = { 0, 1000, 0 };
+	struct ibv_send_wr w = { .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_cq cq = { .context = ctx };
+	struct ibv_wc wc[2];
+	struct shim_qp *q = shim_qp_find(ctx, 7);
+
+	shim_count_all = 0;
+	assert_int_equal(ibv_post_send(&qp, &w, &bad), 0);
+	assert_int_equal(fake.send_calls, 1);
+	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].wrs, 0);
+	fake.n_wcs = 1;
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 12, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
+	assert_int_equal(ibv_poll_cq(&cq, 2, wc), 1);
+	assert_int_equal(wc[0].wr_id, 12);
+	assert_int_equal(q->st.cqe_send, 0);
+	shim_count_all = 1;
+}
+
 static void post_recv_and_poll_pass_through(void **state)
 {
 	struct ibv_sge sg = { 0, 64, 0 };
@@ -174,6 +244,244 @@ static void post_recv_and_poll_pass_through(void **state)
 	assert_int_equal(q->st.cqe_recv, 1);
 	assert_int_equal(q->st.cqe_send, 1);
 	assert_int_equal(q->st.cqe_error, 0); /* unknown QP 1234: not ours */
+}
+
+/* A completion the shim owes (a failed split message) on a QP it moved to
+ * the error state: the provider gets a marker WR, whose flush completion
+ * (a real CQE: it wakes a completion channel) becomes the owed completion,
+ * after the completions of WRs posted before it, not ahead of them. */
+static void injected_completion_comes_in_order(void **state)
+{
+	struct ibv_cq cq = { .context = ctx };
+	struct ibv_wc owed = { .wr_id = 77, .qp_num = 7, .status = IBV_WC_REM_ACCESS_ERR,
+			       .opcode = IBV_WC_RDMA_WRITE };
+	struct ibv_wc wc[4];
+
+	qp.send_cq = &cq;
+	qp.state = IBV_QPS_ERR;
+	shim_inject_wc(&cq, &owed);
+	assert_int_equal(fake.send_calls, 1);
+	assert_int_equal(fake.last_send.num_sge, 0);
+	assert_true(fake.last_send.send_flags & IBV_SEND_SIGNALED);
+	/* nothing to return before the provider flushes the marker */
+	fake.n_wcs = 1;
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 12, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
+	assert_int_equal(ibv_poll_cq(&cq, 4, wc), 1);
+	assert_int_equal(wc[0].wr_id, 12);
+	fake.n_wcs = 2;
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 13, .qp_num = 7, .status = IBV_WC_WR_FLUSH_ERR };
+	fake.wcs[1] = (struct ibv_wc){ .wr_id = fake.last_send.wr_id, .qp_num = 7,
+				       .status = IBV_WC_WR_FLUSH_ERR };
+	assert_int_equal(ibv_poll_cq(&cq, 4, wc), 2);
+	assert_int_equal(wc[0].wr_id, 13);
+	assert_memory_equal(&wc[1], &owed, sizeof(owed));
+	assert_int_equal(atomic_load(&shim_inject_pending), 0);
+
+	/* a QP not in the error state takes no marker: the owed completion
+	 * comes after what the provider returns in the same poll */
+	qp.state = IBV_QPS_RTS;
+	shim_inject_wc(&cq, &owed);
+	assert_int_equal(fake.send_calls, 1);
+	fake.n_wcs = 1;
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 14, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
+	assert_int_equal(ibv_poll_cq(&cq, 4, wc), 2);
+	assert_int_equal(wc[0].wr_id, 14);
+	assert_int_equal(wc[1].wr_id, 77);
+	assert_int_equal(atomic_load(&shim_inject_pending), 0);
+	qp.send_cq = NULL;
+	qp.state = IBV_QPS_RESET;
+}
+
+/* The same through the extended poll API (ibv_start_poll & co.), which
+ * the shim sees only by wrapping the CQ's function pointers. */
+static void extended_poll_gets_injected_completions(void **state)
+{
+	struct ibv_cq_init_attr_ex a = { .cqe = 16, .wc_flags = 0 };
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_wc owed = { .wr_id = 77, .qp_num = 7, .status = IBV_WC_REM_ACCESS_ERR,
+			       .opcode = IBV_WC_RDMA_WRITE };
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &a);
+
+	assert_ptr_equal(cq, &fcq.cq);
+	/* asked for what the shim needs to know of every completion */
+	assert_true(fx_wc_flags & IBV_WC_EX_WITH_QP_NUM);
+	qp.send_cq = ibv_cq_ex_to_cq(cq);
+	qp.state = IBV_QPS_ERR;
+	shim_inject_wc(qp.send_cq, &owed);
+	assert_int_equal(fake.send_calls, 1);
+	fake.n_wcs = 2;
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 12, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
+	fake.wcs[1] = (struct ibv_wc){ .wr_id = fake.last_send.wr_id, .qp_num = 7,
+				       .status = IBV_WC_WR_FLUSH_ERR, .opcode = IBV_WC_SEND };
+	assert_int_equal(ibv_start_poll(cq, &pa), 0);
+	assert_int_equal(cq->wr_id, 12);
+	assert_int_equal(ibv_next_poll(cq), 0);
+	assert_int_equal(cq->wr_id, 77);
+	assert_int_equal(cq->status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_wc_read_opcode(cq), IBV_WC_RDMA_WRITE);
+	assert_int_equal(ibv_wc_read_qp_num(cq), 7);
+	assert_int_equal(ibv_next_poll(cq), ENOENT);
+	ibv_end_poll(cq);
+	assert_int_equal(fcq.ends, 1);
+	assert_int_equal(atomic_load(&shim_inject_pending), 0);
+
+	/* no marker (QP not in error): returned when the provider has none,
+	 * and the provider's poll, never opened, is not closed either */
+	qp.state = IBV_QPS_RTS;
+	shim_inject_wc(qp.send_cq, &owed);
+	assert_int_equal(ibv_start_poll(cq, &pa), 0);
+	assert_int_equal(cq->wr_id, 77);
+	assert_int_equal(ibv_next_poll(cq), ENOENT);
+	ibv_end_poll(cq);
+	assert_int_equal(fcq.ends, 1);
+	assert_int_equal(ibv_start_poll(cq, &pa), ENOENT);
+	qp.send_cq = NULL;
+	qp.state = IBV_QPS_RESET;
+}
+
+/* ---- re-registration does not hold the registry lock while it waits */
+static struct {
+	int sock;
+	_Atomic int asked, go;
+} fd_daemon;
+
+static void *slow_daemon(void *arg)
+{
+	static const char reply[] =
+		"{\"v\":1,\"ok\":true,\"flow\":3,\"app_slot\":0,\"slot\":0,\"class\":\"latency\"}\n";
+	char buf[4096];
+	ssize_t n = read(fd_daemon.sock, buf, sizeof(buf)); /* register_qp */
+
+	atomic_store(&fd_daemon.asked, n > 0);
+	while (!atomic_load(&fd_daemon.go))
+		usleep(1000);
+	if (write(fd_daemon.sock, reply, sizeof(reply) - 1) < 0)
+		return NULL;
+	return NULL;
+}
+
+static void *reregister(void *arg)
+{
+	pthread_mutex_lock(&cl.lock);
+	register_all();
+	pthread_mutex_unlock(&cl.lock);
+	return NULL;
+}
+
+static void reregistration_leaves_the_registry_free(void **state)
+{
+	static struct {
+		struct jst_shm_global g;
+		struct jst_flow_ctl slot[1];
+	} gs;
+	static struct {
+		struct jst_shm_client c;
+		struct jst_flow_stats st[1];
+	} cs;
+	pthread_t d, r;
+	int sv[2], free_meanwhile;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fd_daemon.sock = sv[1];
+	atomic_store(&fd_daemon.asked, 0);
+	atomic_store(&fd_daemon.go, 0);
+	gs.g.n_slots = 1;
+	cs.c.n_slots = 1;
+	pthread_mutex_lock(&cl.lock);
+	cl.fd = sv[0];
+	cl.pid = getpid();
+	atomic_store(&cl.global, &gs.g);
+	cl.global_size = sizeof(gs);
+	cl.client = &cs.c;
+	cl.client_size = sizeof(cs);
+	pthread_mutex_unlock(&cl.lock);
+	pthread_create(&d, NULL, slow_daemon, NULL);
+	pthread_create(&r, NULL, reregister, NULL);
+	while (!atomic_load(&fd_daemon.asked))
+		usleep(1000);
+	/* the daemon has not answered: fork() and QP creation must not wait */
+	free_meanwhile = !pthread_mutex_trylock(&reg_lock);
+	if (free_meanwhile)
+		pthread_mutex_unlock(&reg_lock);
+	atomic_store(&fd_daemon.go, 1);
+	pthread_join(r, NULL);
+	pthread_join(d, NULL);
+	assert_true(free_meanwhile);
+	assert_int_equal(shim_qp_find(ctx, 7)->flow_id, 3);
+	pthread_mutex_lock(&cl.lock);
+	cl.fd = -1;
+	cl.pid = 0;
+	atomic_store(&cl.global, NULL);
+	cl.client = NULL;
+	pthread_mutex_unlock(&cl.lock);
+	atomic_store(&shim_qp_find(ctx, 7)->slot, NULL);
+	atomic_store(&shim_qp_find(ctx, 7)->shm_stats, NULL);
+	shim_qp_find(ctx, 7)->flow_id = 0;
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static int mapped(const char *name)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, name) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The shim maps the daemon's segments only when sealed as the ABI says
+ * (the global one against writes by anybody but the daemon), and lets go
+ * of them when the daemon is lost. */
+static void segments_sealed_and_let_go(void **state)
+{
+	int fd = memfd_create("jst-test-global", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int cfd = memfd_create("jst-test-client", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t n = 0, cn = 0;
+	void *g, *c;
+
+	assert_true(fd >= 0 && cfd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	assert_int_equal(ftruncate(cfd, 4096), 0);
+	assert_null(map_fd(fd, PROT_READ, F_SEAL_FUTURE_WRITE, &n));
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	assert_null(map_fd(fd, PROT_READ, F_SEAL_FUTURE_WRITE, &n));
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0);
+	g = map_fd(fd, PROT_READ, F_SEAL_FUTURE_WRITE, &n);
+	assert_non_null(g);
+	assert_int_equal(n, 4096);
+	assert_int_equal(fcntl(cfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	c = map_fd(cfd, PROT_READ | PROT_WRITE, 0, &cn);
+	assert_non_null(c);
+	close(fd);
+	close(cfd);
+	assert_int_equal(mapped("jst-test-global"), 1);
+
+	/* lost: the daemon's memory is let go of at once (a late reader
+	 * sees zeros), the address range once every QP was failed open */
+	pthread_mutex_lock(&cl.lock);
+	atomic_store(&cl.global, g);
+	cl.global_size = n;
+	cl.client = c;
+	cl.client_size = cn;
+	cl.pid = getpid();
+	disconnect(1);
+	assert_int_equal(mapped("jst-test-global") + mapped("jst-test-client"), 0);
+	assert_int_equal(*(volatile uint32_t *)g, 0);
+	assert_int_equal(cl.need_fail_open, 1);
+	pthread_mutex_unlock(&cl.lock);
+	shim_client_poll();
+	pthread_mutex_lock(&cl.lock);
+	assert_null(cl.stale[0].p);
+	assert_null(cl.stale[1].p);
+	cl.pid = 0;
+	cl.retry_at_ns = 0;
+	cl.backoff_ns = 0;
+	pthread_mutex_unlock(&cl.lock);
 }
 
 static void create_qp_ex_is_tracked(void **state)
@@ -313,7 +621,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(attach_patches_every_pointer, setup, teardown),
 		cmocka_unit_test_setup_teardown(post_send_passes_through, setup, teardown),
+		cmocka_unit_test_setup_teardown(unmanaged_and_unreported_is_not_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(post_recv_and_poll_pass_through, setup, teardown),
+		cmocka_unit_test_setup_teardown(injected_completion_comes_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(extended_poll_gets_injected_completions, setup, teardown),
+		cmocka_unit_test_setup_teardown(segments_sealed_and_let_go, setup, teardown),
+		cmocka_unit_test_setup_teardown(reregistration_leaves_the_registry_free, setup, teardown),
 		cmocka_unit_test_setup_teardown(create_qp_ex_is_tracked, setup, teardown),
 		cmocka_unit_test_setup_teardown(wr_api_is_wrapped_and_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(destroy_retires_and_failure_keeps, setup, teardown),

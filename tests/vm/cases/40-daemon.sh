@@ -7,7 +7,7 @@
 # permissions, SIGHUP reload, SIGTERM cleanup; a hostile client.
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-D=$PWD/build/justitiad
+D=${JV_DAEMON:-$PWD/build/justitiad} # (JV_DAEMON: another build, to compare)
 C=$PWD/build/justctl
 S=$JV_OUT/stats
 mkdir -p "$S"
