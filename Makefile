@@ -5,7 +5,8 @@
 #                             the Soft-RoCE VM; last line "N passed, N failed, N skipped"
 #   make check QUICK=1        unit tests only (VM tests skip; refused under CI=true)
 #   make demo                 the main job on the Soft-RoCE testbed
-#   make install              PREFIX DESTDIR SBINDIR BINDIR LIBDIR SYSTEMDUNITDIR MANDIR
+#   make install              PREFIX DESTDIR SBINDIR BINDIR LIBDIR SYSCONFDIR SYSTEMDUNITDIR MANDIR
+#                             (SYSCONFDIR/justitia/justitiad.json only if absent)
 #   make SANITIZE=address,undefined    make V=1    make WERROR=1
 .SUFFIXES:
 
@@ -242,6 +243,12 @@ install: all
 		docs/qpwatch.md $(DESTDIR)$(PREFIX)/share/doc/justitia/
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 		systemd/justitiad.service > $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+	install -m 0644 etc/justitiad.json \
+		$(DESTDIR)$(PREFIX)/share/doc/justitia/justitiad.json.example
+	# the example configuration, never over an existing one (justitiad.json(5))
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/justitia
+	test -e $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json || \
+		install -m 0644 etc/justitiad.json $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json
 	sed -e 's|@LIBDIR@|$(LIBDIR)|g' systemd/justitia-preload.conf.example \
 		> $(DESTDIR)$(PREFIX)/share/doc/justitia/justitia-preload.conf.example
 
@@ -253,6 +260,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/justbench $(DESTDIR)$(MANDIR)/man1/justbench.1
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/justitia
 	-rmdir $(DESTDIR)$(LIBDIR)/justitia
+	@echo "uninstall: $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json is kept (configuration)"
 
 clean:
 	rm -rf $(B)

@@ -574,7 +574,38 @@ static int parse_value(struct ctx *x, const struct field *f, json_t *v, void *ds
 	return -EINVAL;
 }
 
-/* Every member of obj must be a field of s; each is stored at base + its offset. */
+/* A comment: any member whose name starts with "_comment" ("_comment",
+ * "_comment_peers"), in any object, holding a string or an array of strings.
+ * It is checked for type, otherwise ignored, and not dumped. */
+#define COMMENT_PREFIX "_comment"
+
+static bool is_comment_key(const char *key)
+{
+	return strncmp(key, COMMENT_PREFIX, sizeof(COMMENT_PREFIX) - 1) == 0;
+}
+
+static int check_comment(struct ctx *x, json_t *v)
+{
+	size_t i;
+	json_t *e;
+
+	if (json_is_string(v))
+		return 0;
+	if (!json_is_array(v))
+		return reject(x, false, "a comment must be a string or an array of strings, got %s",
+			      type_name(v));
+	json_array_foreach(v, i, e) {
+		if (!json_is_string(e)) {
+			push_index(x, i);
+			return reject(x, false, "a comment must be a string or an array of "
+				      "strings, got %s", type_name(e));
+		}
+	}
+	return 0;
+}
+
+/* Every member of obj must be a field of s (or a comment); each is stored at
+ * base + its offset. */
 static int parse_section(struct ctx *x, json_t *obj, const struct section *s, void *base)
 {
 	const char *key;
@@ -586,6 +617,14 @@ static int parse_section(struct ctx *x, json_t *obj, const struct section *s, vo
 	json_object_foreach(obj, key, v) {
 		const struct field *f = NULL;
 
+		if (is_comment_key(key)) {
+			push_key(x, key);
+			rc = check_comment(x, v);
+			if (rc)
+				return rc;
+			x->depth--;
+			continue;
+		}
 		for (size_t i = 0; i < s->n && !f; i++)
 			if (strcmp(s->fields[i].key, key) == 0)
 				f = &s->fields[i];
