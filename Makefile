@@ -148,6 +148,16 @@ $(B)/tests/unit/test_controller: $(B)/obj/tests/unit/test_controller.o \
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
 
+# Tests that #include one daemon module (to reach its statics) and link the
+# daemon's other objects: test_ctl (ctl.c), test_refflow (refflow.c).
+DAEMON_MODULE_TESTS := ctl refflow
+$(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
+		$(B)/obj/tests/unit/test_%.o $(DAEMON_OBJS) $(COMMON_OBJS)
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $< $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/$*.o,$(DAEMON_OBJS)) \
+		$(COMMON_OBJS) $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
+
 $(B)/bpf/qpwatch.tmp.o: $(QPWATCH_DEPS)
 	$(call msg,BPF,$@)
 	@mkdir -p $(dir $@)

@@ -28,6 +28,7 @@
 
 #define OUT_MAX (1u << 20)
 #define MAX_INCOMING (2 * CONFIG_MAX_PEERS)
+#define MAX_INCOMING_PER_HOST 8 /* a few daemons on one peer host, each dials once */
 #define REFUSE_LOG_NS 10000000000ull
 
 static void dial(struct peer *p);
@@ -510,6 +511,18 @@ static void dial(struct peer *p)
 	peer_arm_timer(p);
 }
 
+/* Incoming connections from @ss's host (any port). */
+static size_t incoming_from(const struct peer_ctx *pc, const struct sockaddr_storage *ss)
+{
+	struct sockaddr_storage o;
+	socklen_t len;
+	size_t n = 0;
+
+	for (const struct peer *p = pc->in; p; p = p->next)
+		n += !peer_remote_addr(p, &o, &len) && same_host(&o, ss);
+	return n;
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct peer_ctx *pc = w->data;
@@ -528,13 +541,15 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	normalize(&ss, &len);
 	addr_text(&ss, host, sizeof(host));
-	if (!allowed(pc, &ss) || pc->n_in >= MAX_INCOMING) {
+	if (!allowed(pc, &ss) || pc->n_in >= MAX_INCOMING ||
+	    incoming_from(pc, &ss) >= MAX_INCOMING_PER_HOST) {
 		uint64_t now = now_ns();
 
 		if (now - last_refusal > REFUSE_LOG_NS) {
 			log_warnx("peer connection from %s refused: %s", host,
-				  pc->n_in >= MAX_INCOMING ? "too many connections"
-							   : "not a configured reference peer");
+				  !allowed(pc, &ss)	     ? "not a configured reference peer"
+				  : pc->n_in >= MAX_INCOMING ? "too many connections"
+							     : "too many connections from that host");
 			last_refusal = now;
 		}
 		close(fd);

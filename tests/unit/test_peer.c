@@ -509,6 +509,29 @@ static void strict_wire(void **state)
 	cfg_free(&a.cfg);
 }
 
+/* One peer host cannot take every incoming slot (issue 16): each accepted
+ * connection may hold responders, so connections per host are bounded. */
+static void incoming_per_host(void **state)
+{
+	int fds[MAX_INCOMING_PER_HOST + 6];
+	struct box a;
+
+	memset(&a, 0, sizeof(a));
+	box_cfg(&a, NULL);
+	set_peer(&a, 9); /* allows 127.0.0.1 */
+	assert_int_equal(peer_ctx_init(&a.pc, loop, &a.cfg, 700), 0);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		fds[i] = raw_connect("127.0.0.1", a.pc.listen_port);
+	pump(50);
+	assert_int_equal(a.pc.n_in, MAX_INCOMING_PER_HOST);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		close(fds[i]);
+	pump(50);
+	assert_int_equal(a.pc.n_in, 0);
+	peer_ctx_fini(&a.pc);
+	cfg_free(&a.cfg);
+}
+
 static int setup(void **state)
 {
 	loop = ev_loop_new(EVFLAG_AUTO);
@@ -531,6 +554,7 @@ int main(void)
 		cmocka_unit_test(authenticated_channel),
 		cmocka_unit_test(authentication_failures),
 		cmocka_unit_test(strict_wire),
+		cmocka_unit_test(incoming_per_host),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
