@@ -635,10 +635,34 @@ static void client_close(struct ctl_client *cl)
 		flows_proc_free(&c->d->flows, cl->proc);
 	}
 	close(cl->fd);
+	cl->fd = -1;
 	proto_linebuf_free(&cl->in);
 	free(cl->out);
+	cl->out = NULL;
+	cl->out_len = cl->out_cap = 0;
+	/* not freed here: the caller may be client_read_cb's loop, which looks
+	 * at cl->magic after each request (two requests in one write, the first
+	 * reply failing); reap_cb frees it once the callback has returned */
 	cl->magic = 0;
-	free(cl);
+	cl->next = c->graveyard;
+	c->graveyard = cl;
+	ev_timer_set(&c->reap_w, 0, 0);
+	ev_timer_start(c->d->loop, &c->reap_w);
+}
+
+static void reap(struct ctl *c)
+{
+	while (c->graveyard) {
+		struct ctl_client *cl = c->graveyard;
+
+		c->graveyard = cl->next;
+		free(cl);
+	}
+}
+
+static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	reap(w->data);
 }
 
 static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -817,6 +841,8 @@ int ctl_open(struct ctl *c, struct daemon *d)
 	memset(c, 0, sizeof(*c));
 	c->d = d;
 	c->lfd = -1;
+	ev_init(&c->reap_w, reap_cb);
+	c->reap_w.data = c;
 	snprintf(c->path, sizeof(c->path), "%s", d->cfg.socket);
 	if (d->cfg.socket_group[0]) {
 		struct group *g = getgrnam(d->cfg.socket_group);
@@ -881,6 +907,8 @@ void ctl_close(struct ctl *c)
 {
 	while (c->clients)
 		client_close(c->clients);
+	ev_timer_stop(c->d->loop, &c->reap_w);
+	reap(c);
 	if (c->lfd >= 0) {
 		ev_io_stop(c->d->loop, &c->lw);
 		close(c->lfd);

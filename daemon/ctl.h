@@ -27,7 +27,7 @@ struct ctl_client {
 	struct proc *proc;            /* set by "hello" from a shim */
 	int closing;                  /* close once the output is flushed */
 	uint64_t serial;              /* to find it again for a late reply */
-	struct ctl_client *next;
+	struct ctl_client *next;      /* clients, or graveyard once closed */
 };
 
 struct ctl {
@@ -38,6 +38,10 @@ struct ctl {
 	struct ctl_client *clients;
 	size_t n_clients;
 	uint64_t next_serial;
+	/* closed clients, freed from reap_w once whoever closed them (a read
+	 * loop in the middle of dispatching) has returned */
+	struct ctl_client *graveyard;
+	ev_timer reap_w;
 };
 
 /* Create the runtime dir and the socket (refusing to start if another

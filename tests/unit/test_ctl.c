@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of daemon/ctl.c, the control socket, end to end over a real
+ * UNIX socket in a temporary directory: the daemon's loop and the test's
+ * non-blocking clients run in one thread.  A client closing in the middle
+ * of dispatch, flows replies in pages whatever max_flows is, integers that
+ * jansson's "i" would wrap, the socket directory's mode.  #includes ctl.c
+ * and links the daemon's other objects (not main.o). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../../daemon/ctl.c"
+
+uint64_t daemon_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct daemon d;
+static struct ctl c;
+static char dir[64];
+
+static void pump(int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		ev_run(d.loop, EVRUN_NOWAIT);
+		usleep(1000);
+	}
+	ev_run(d.loop, EVRUN_NOWAIT);
+}
+
+static int start(uint32_t max_flows)
+{
+	memset(&d, 0, sizeof(d));
+	memset(&c, 0, sizeof(c));
+	config_init_defaults(&d.cfg);
+	snprintf(dir, sizeof(dir), "/tmp/jctl-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "%s", dir);
+	snprintf(d.cfg.socket, sizeof(d.cfg.socket), "%s/s.sock", dir);
+	d.cfg.limits.max_flows = max_flows;
+	d.cfg.limits.max_flows_per_client = max_flows;
+	d.cfg.devices = calloc(1, sizeof(*d.cfg.devices));
+	d.cfg.n_devices = 1;
+	d.cfg.devices[0] = (struct config_device){ .name = "tst0", .port = 1, .gid_index = -1,
+						   .max_rate_bps = 10000000000ull,
+						   .chunk_latency = 4096, .chunk_default = 1 << 20 };
+	d.loop = ev_loop_new(EVFLAG_AUTO);
+	d.start_ns = daemon_now_ns();
+	d.config_path = "test";
+	d.ctl = &c;
+	assert_int_equal(flows_init(&d.flows, &d.cfg, 7), 0);
+	assert_int_equal(ctl_open(&c, &d), 0);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return start(64);
+}
+
+static int teardown(void **state)
+{
+	char path[128];
+
+	(void)state;
+	ctl_close(&c);
+	flows_fini(&d.flows);
+	config_free(&d.cfg);
+	ev_loop_destroy(d.loop);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+	return 0;
+}
+
+static int cli(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.cfg.socket);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pump(2);
+	return fd;
+}
+
+static void say(int fd, const char *s)
+{
+	assert_int_equal(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
+}
+
+/* The next reply line (pumping the daemon meanwhile), or NULL if the
+ * daemon closed or nothing came within 5 s. */
+static json_t *reply(int fd)
+{
+	static char buf[4 << 20];
+	static size_t have;
+	static int owner = -1;
+	char *nl;
+
+	if (owner != fd)
+		have = 0;
+	owner = fd;
+	for (int i = 0; i < 5000; i++) {
+		ssize_t n;
+
+		nl = memchr(buf, '\n', have);
+		if (nl) {
+			json_t *j = json_loadb(buf, (size_t)(nl - buf), 0, NULL);
+
+			have -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, have);
+			assert_non_null(j);
+			return j;
+		}
+		n = recv(fd, buf + have, sizeof(buf) - have, MSG_DONTWAIT);
+		if (n == 0)
+			return NULL;
+		if (n > 0) {
+			have += (size_t)n;
+			continue;
+		}
+		pump(1);
+	}
+	return NULL;
+}
+
+static bool ok(const json_t *r)
+{
+	return r && json_is_true(json_object_get(r, "ok"));
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* Two requests in one write, then close: the first reply fails (EPIPE),
+ * which closes the client inside client_read_cb's loop, which then looked
+ * at the freed client (ASan: heap-use-after-free). */
+static void close_mid_dispatch(void **state)
+{
+	json_t *r;
+	int fd;
+
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		fd = cli();
+		say(fd, "{\"v\":1,\"cmd\":\"status\"}\n{\"v\":1,\"cmd\":\"version\"}\n"
+			"{\"v\":1,\"cmd\":\"status\"}\n");
+		close(fd);
+		pump(2);
+	}
+	pump(5);
+	assert_int_equal(c.n_clients, 0);
+	assert_null(c.graveyard);
+	/* and the daemon still answers */
+	fd = cli();
+	say(fd, "{\"v\":1,\"cmd\":\"version\"}\n");
+	r = reply(fd);
+	assert_true(ok(r));
+	json_decref(r);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(close_mid_dispatch, setup, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	log_init("test_ctl", LOG_LVL_ERROR, 0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
