@@ -30,6 +30,7 @@
 #define OUT_MAX (1u << 20)       /* buffered replies per client */
 #define READ_CHUNK 16384
 #define ROOT_RESERVE 4           /* connections beyond max_clients for uid 0 */
+#define FLOWS_PAGE_MAX 500       /* flows per reply: about 250 KiB, far below OUT_MAX */
 
 static void client_close(struct ctl_client *cl);
 
@@ -219,22 +220,88 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 	return r;
 }
 
+static int cmp_flow_id(const void *a, const void *b)
+{
+	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "id"));
+	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "id"));
+
+	return (x > y) - (x < y);
+}
+
+/* One page of the flows: registered flows by id after "after", then (with
+ * "all") unmanaged QPs from index "unmanaged_from"; at most "limit"
+ * entries, so that a reply stays far below OUT_MAX whatever max_flows is.
+ * "next" holds what the following request adds, null on the last page. */
 static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
 {
-	json_t *r = proto_reply_ok(req);
+	struct daemon *d = cl->ctl->d;
+	json_int_t after = 0, um_from = -1, limit = FLOWS_PAGE_MAX;
+	json_t *id = NULL, *all_flows, *page, *next = json_null(), *r;
 	json_error_t err;
-	json_t *id = NULL;
 	int v, all = 0;
 	const char *cmd;
+	size_t n, i;
 
-	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?b}", "v", &v, "cmd", &cmd,
-			   "id", &id, "all", &all)) {
-		json_decref(r);
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?b, s?I, s?I, s?I}", "v", &v,
+			   "cmd", &cmd, "id", &id, "all", &all, "after", &after, "unmanaged_from",
+			   &um_from, "limit", &limit))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	if (after < 0 || after > UINT32_MAX || limit < 1 || limit > FLOWS_PAGE_MAX ||
+	    (json_object_get(req, "unmanaged_from") && (um_from < 0 || !all)))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST,
+					 "after 0..4294967295, limit 1..%d, unmanaged_from >= 0 "
+					 "(with all)", FLOWS_PAGE_MAX);
+	page = json_array();
+	if (um_from < 0) { /* the registered flows, in the order of their ids */
+		all_flows = flows_to_json(&d->flows);
+		n = json_array_size(all_flows);
+		{
+			json_t **byid = calloc(n ? n : 1, sizeof(*byid));
+
+			if (!byid) {
+				json_decref(all_flows);
+				json_decref(page);
+				return proto_reply_error(req, PROTO_E_INTERNAL, "out of memory");
+			}
+			for (i = 0; i < n; i++)
+				byid[i] = json_array_get(all_flows, i);
+			qsort(byid, n, sizeof(*byid), cmp_flow_id);
+			for (i = 0; i < n; i++) {
+				json_int_t fid = json_integer_value(json_object_get(byid[i], "id"));
+
+				if (fid <= after)
+					continue;
+				if ((json_int_t)json_array_size(page) == limit) {
+					json_int_t last = json_integer_value(json_object_get(
+						json_array_get(page, json_array_size(page) - 1), "id"));
+
+					next = json_pack("{s:I}", "after", last);
+					break;
+				}
+				json_array_append(page, byid[i]);
+			}
+			free(byid);
+		}
+		json_decref(all_flows);
+		um_from = 0;
 	}
-	json_object_set_new(r, "flows", flows_to_json(&cl->ctl->d->flows));
-	if (all && cl->ctl->d->qpw)
-		qpwatch_append_unmanaged(cl->ctl->d->qpw, json_object_get(r, "flows"));
+	if (json_is_null(next) && all && d->qpw) {
+		json_t *um = json_array();
+
+		qpwatch_append_unmanaged(d->qpw, um);
+		n = json_array_size(um);
+		for (i = (size_t)um_from; i < n; i++) {
+			if ((json_int_t)json_array_size(page) == limit) {
+				next = json_pack("{s:I}", "unmanaged_from", (json_int_t)i);
+				break;
+			}
+			json_array_append(page, json_array_get(um, i));
+		}
+		json_decref(um);
+	}
+	r = proto_reply_ok(req);
+	json_object_set_new(r, "flows", page);
+	json_object_set_new(r, "next", next);
 	return r;
 }
 

@@ -1010,6 +1010,38 @@ static void show_error(const char *cmd, const json_t *reply, FILE *err)
 	free(msg);
 }
 
+/* A paged reply (flows: "next" is not null) is completed with the following
+ * pages on the same connection, their "flows" appended to the first's; NULL
+ * with *e set if a page fails. */
+static json_t *more_pages(int fd, json_t *req, json_t *reply, int timeout_ms, int *e)
+{
+	const char *k;
+	json_t *next, *v;
+
+	while (reply && json_is_true(json_object_get(reply, "ok")) &&
+	       json_is_object(next = json_object_get(reply, "next"))) {
+		json_t *more;
+
+		json_object_foreach(next, k, v)
+			json_object_set(req, k, v);
+		more = proto_call(fd, req, timeout_ms, NULL, NULL, 0, e);
+		if (!more || !json_is_true(json_object_get(more, "ok")) ||
+		    !json_is_array(json_object_get(more, "flows"))) {
+			json_decref(reply);
+			if (more && !json_is_true(json_object_get(more, "ok")))
+				return more; /* its error is shown */
+			json_decref(more);
+			if (!*e)
+				*e = -EPROTO;
+			return NULL;
+		}
+		json_array_extend(json_object_get(reply, "flows"), json_object_get(more, "flows"));
+		json_object_set(reply, "next", json_object_get(more, "next"));
+		json_decref(more);
+	}
+	return reply;
+}
+
 static int ctl_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	const struct ctl_cmd *cmd;
@@ -1034,6 +1066,7 @@ static int ctl_main(int argc, char **argv, FILE *out, FILE *err)
 		goto out_req;
 	}
 	reply = proto_call(fd, req, o.timeout_ms, NULL, NULL, 0, &e);
+	reply = more_pages(fd, req, reply, o.timeout_ms, &e);
 	close(fd);
 	if (!reply) {
 		if (e == -ETIMEDOUT)

@@ -138,6 +138,11 @@ static bool ok(const json_t *r)
 	return r && json_is_true(json_object_get(r, "ok"));
 }
 
+static const char *code(const json_t *r)
+{
+	return json_string_value(json_object_get(json_object_get(r, "error"), "code"));
+}
+
 /* ------------------------------------------------------------ tests */
 
 /* Two requests in one write, then close: the first reply fails (EPIPE),
@@ -168,10 +173,84 @@ static void close_mid_dispatch(void **state)
 	close(fd);
 }
 
+/* A flows reply must fit the per-client output cap (1 MiB): at about 400
+ * bytes a flow that broke near 2,700 flows, below the default max_flows. */
+static void flows_in_pages(void **state)
+{
+	const uint32_t n = 4096;
+	json_t *r, *req;
+	json_int_t prev = 0;
+	size_t got = 0, pages = 0;
+	struct proc *p;
+	int fd, rc;
+
+	(void)state;
+	teardown(NULL);
+	start(n);
+	p = flows_proc_new(&d.flows, 4242, 0, "elephant-with-a-long-name", &rc);
+	assert_non_null(p);
+	for (uint32_t i = 0; i < n; i++) {
+		struct flow_req fr = { .device = "tst0", .port = 1, .qpn = 100 + i,
+				       .qp_type = "RC", .cls = "bandwidth", .split_qpn = -1 };
+		const char *cd;
+		char msg[160];
+
+		assert_non_null(flows_register(&d.flows, p, &fr, &cd, msg, sizeof(msg)));
+	}
+	fd = cli();
+	req = json_pack("{s:i, s:s}", "v", 1, "cmd", "flows");
+	for (;;) {
+		char *line = json_dumps(req, JSON_COMPACT);
+		json_t *next, *fl;
+		size_t i;
+
+		say(fd, line);
+		say(fd, "\n");
+		free(line);
+		r = reply(fd);
+		if (!ok(r))
+			fail_msg("page %zu: no reply (disconnected?)", pages);
+		pages++;
+		json_array_foreach(json_object_get(r, "flows"), i, fl) {
+			json_int_t id = json_integer_value(json_object_get(fl, "id"));
+
+			assert_true(id > prev); /* in order of ids, none twice */
+			prev = id;
+			got++;
+		}
+		next = json_object_get(r, "next");
+		if (json_is_null(next)) {
+			json_decref(r);
+			break;
+		}
+		assert_true(json_is_object(next));
+		json_object_update(req, next);
+		json_decref(r);
+		assert_true(pages < 100);
+	}
+	json_decref(req);
+	assert_int_equal(got, n);
+	assert_true(pages >= n / FLOWS_PAGE_MAX);
+	/* a page size of one's own */
+	say(fd, "{\"v\":1,\"cmd\":\"flows\",\"limit\":3,\"after\":4090}\n");
+	r = reply(fd);
+	assert_true(ok(r));
+	assert_int_equal(json_array_size(json_object_get(r, "flows")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "next"), "after")),
+			 4093);
+	json_decref(r);
+	say(fd, "{\"v\":1,\"cmd\":\"flows\",\"limit\":100000}\n");
+	r = reply(fd);
+	assert_string_equal(code(r), "bad_request");
+	json_decref(r);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(close_mid_dispatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(flows_in_pages, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
