@@ -425,9 +425,10 @@ static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds
 	const char *cmd, *comm, *role;
 	json_t *id = NULL, *r;
 	json_error_t err;
-	int v, pid, rc;
+	json_int_t pid;
+	int v, rc;
 
-	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:i, s:s, s:s}", "v", &v,
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:I, s:s, s:s}", "v", &v,
 			   "cmd", &cmd, "id", &id, "pid", &pid, "comm", &comm, "role", &role))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
 	if (strcmp(role, "shim"))
@@ -435,7 +436,7 @@ static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds
 	if (cl->proc || cl->out_len)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello must come first, once");
 	if (pid != cl->pid)
-		log_debug(LOG_SS_CTL, "hello claims pid %d, socket says %d: using %d", pid,
+		log_debug(LOG_SS_CTL, "hello claims pid %lld, socket says %d: using %d", (long long)pid,
 			  (int)cl->pid, (int)cl->pid);
 	cl->proc = flows_proc_new(&d->flows, cl->pid, cl->uid, comm, &rc);
 	if (!cl->proc)
@@ -464,17 +465,18 @@ static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 	json_error_t err;
 	struct flow *f;
 	char msg[160];
-	int v, port = 0, weight = 0;
+	json_int_t port = 0, weight = 0; /* "I": "i" would cut 4294967297 to 1 */
+	int v;
 
 	if (!cl->proc)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello first");
 	if (json_unpack_ex(req, &err, JSON_STRICT,
-			   "{s:i, s:s, s?o, s:s, s?i, s:I, s:s, s?s, s?s, s?i, s?I}", "v", &v, "cmd",
+			   "{s:i, s:s, s?o, s:s, s?I, s:I, s:s, s?s, s?s, s?I, s?I}", "v", &v, "cmd",
 			   &cmd, "id", &id, "device", &fr.device, "port", &port, "qpn", &qpn, "qp_type",
 			   &fr.qp_type, "class", &fr.cls, "class_hint", &fr.cls_hint, "weight", &weight,
 			   "split_qpn", &fr.split_qpn))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
-	if (port < 0 || weight < 0 || qpn < 0 || qpn > 0xffffff)
+	if (port < 0 || port > 255 || weight < 0 || weight > 1000 || qpn < 0 || qpn > 0xffffff)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "port, qpn or weight out of range");
 	fr.port = (unsigned)port;
 	fr.qpn = (uint32_t)qpn;
@@ -506,14 +508,14 @@ static struct flow *own_flow(struct ctl_client *cl, json_int_t id)
 static json_t *cmd_update(struct ctl_client *cl, json_t *req)
 {
 	const char *cmd, *cls = NULL, *gid = NULL, *state = NULL, *split = NULL, *lgid = NULL;
-	json_int_t fid, peer = -1, split_qpn = -1;
+	json_int_t fid, peer = -1, split_qpn = -1, port = -1;
 	json_t *id = NULL;
 	json_error_t err;
 	struct flow *f;
-	int v, port = -1;
+	int v;
 
 	if (json_unpack_ex(req, &err, JSON_STRICT,
-			   "{s:i, s:s, s?o, s:I, s?s, s?I, s?s, s?s, s?i, s?I, s?s, s?s}", "v", &v,
+			   "{s:i, s:s, s?o, s:I, s?s, s?I, s?s, s?s, s?I, s?I, s?s, s?s}", "v", &v,
 			   "cmd", &cmd, "id", &id, "flow", &fid, "class", &cls, "peer_qpn", &peer,
 			   "peer_gid", &gid, "state", &state, "port", &port, "split_qpn", &split_qpn,
 			   "split", &split, "local_gid", &lgid))

@@ -246,11 +246,53 @@ static void flows_in_pages(void **state)
 	close(fd);
 }
 
+/* jansson's "i" converts to int: 4294967297 became 1 and passed the
+ * range check.  Values beyond int are out of range, not wrapped. */
+static void no_wrapping_integers(void **state)
+{
+	static const char *const bad[] = {
+		"{\"v\":1,\"cmd\":\"register_qp\",\"device\":\"tst0\",\"port\":4294967297,"
+		"\"qpn\":1,\"qp_type\":\"RC\"}\n",
+		"{\"v\":1,\"cmd\":\"register_qp\",\"device\":\"tst0\",\"weight\":4294967297,"
+		"\"qpn\":2,\"qp_type\":\"RC\"}\n",
+		"{\"v\":1,\"cmd\":\"register_qp\",\"device\":\"tst0\",\"weight\":-4294967295,"
+		"\"qpn\":3,\"qp_type\":\"RC\"}\n",
+	};
+	json_t *r;
+	int fd;
+
+	(void)state;
+	fd = cli();
+	say(fd, "{\"v\":1,\"cmd\":\"hello\",\"pid\":4294967297,\"comm\":\"t\",\"role\":\"shim\"}\n");
+	r = reply(fd);
+	assert_true(ok(r));
+	json_decref(r);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		say(fd, bad[i]);
+		r = reply(fd);
+		if (ok(r))
+			fail_msg("accepted %s", bad[i]);
+		assert_string_equal(code(r), "bad_request");
+		json_decref(r);
+	}
+	/* in range: registered, with the weight asked for */
+	say(fd, "{\"v\":1,\"cmd\":\"register_qp\",\"device\":\"tst0\",\"port\":1,\"weight\":7,"
+		"\"qpn\":4,\"qp_type\":\"RC\"}\n");
+	r = reply(fd);
+	assert_true(ok(r));
+	assert_int_equal(flows_find(&d.flows, (uint32_t)json_integer_value(
+						      json_object_get(r, "flow")))->weight, 7);
+	json_decref(r);
+	close(fd);
+	pump(5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(close_mid_dispatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(flows_in_pages, setup, teardown),
+		cmocka_unit_test_setup_teardown(no_wrapping_integers, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -426,6 +426,8 @@ static void strict_wire(void **state)
 		const char *line, *reply;
 	} bad[] = {
 		{ "{\"v\":2,\"type\":\"hello\"}\n", "version 2 not supported" },
+		/* 2^32 + 1 is not version 1 (an (int) cast made it so) */
+		{ "{\"v\":4294967297,\"type\":\"hello\"}\n", "not supported" },
 		{ "not json\n", "invalid JSON" },
 		{ "{\"v\":1}\n", "without a type" },
 		{ "{\"v\":1,\"type\":\"req\",\"id\":1,\"op\":\"echo\"}\n", "expected hello" },

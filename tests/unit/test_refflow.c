@@ -134,12 +134,45 @@ static void all_hosts(void **state)
 	free_all(&rf);
 }
 
+/* jansson's "i" converts to int: an mtu of 2^32 + 3 became 3 (4096 bytes)
+ * and a lid of 2^32 became 0, both "in range". */
+static void endpoint_integers(void **state)
+{
+	static const char *const bad[] = {
+		"{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":0,\"mtu\":4294967299}",
+		"{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":4294967296,\"mtu\":3}",
+		"{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":-4294967296,\"mtu\":3}",
+	};
+	struct rdma_remote rr;
+	char err[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *j = json_loads(bad[i], 0, NULL);
+
+		assert_non_null(j);
+		if (rdma_remote_parse(j, false, &rr, err, sizeof(err)) != -EINVAL)
+			fail_msg("accepted %s", bad[i]);
+		json_decref(j);
+	}
+	{
+		json_t *j = json_loads("{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":5,"
+				       "\"mtu\":3}", 0, NULL);
+
+		assert_int_equal(rdma_remote_parse(j, false, &rr, err, sizeof(err)), 0);
+		assert_int_equal(rr.lid, 5);
+		assert_int_equal(rr.mtu, IBV_MTU_1024);
+		json_decref(j);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_host_many_connections),
 		cmocka_unit_test(per_connection),
 		cmocka_unit_test(all_hosts),
+		cmocka_unit_test(endpoint_integers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
