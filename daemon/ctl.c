@@ -9,6 +9,7 @@
  * bounded, and a misbehaving client is disconnected, never trusted. */
 #include "ctl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -843,13 +844,38 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ------------------------------------------------------------ setup */
 
-static int secure_dir(const char *dir, gid_t gid)
+/* Does @dir hold anything but @keep (the socket's name)?  1, 0 or -errno. */
+static int has_other_entries(const char *dir, const char *keep)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	int other = 0;
+
+	if (!dp)
+		return -errno;
+	while (!other && (e = readdir(dp)))
+		other = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+			(!keep || strcmp(e->d_name, keep));
+	closedir(dp);
+	return other;
+}
+
+/* The directory of the socket.  One the daemon creates, or finds holding
+ * nothing but its socket, is its own: 0750 root:<socket_group>, 0700
+ * without a group.  A directory with other files in it ("/run") is shared:
+ * its mode and group are left alone (the socket itself is 0660).  One that
+ * everybody may write to ("/tmp") or that is not ours disables the socket. */
+static int secure_dir(const char *dir, gid_t gid, const char *keep)
 {
 	struct stat st;
+	int own = 1;
 
-	if (mkdir(dir, 0750) && errno != EEXIST) {
-		log_warn("cannot create %s", dir);
-		return -errno;
+	if (mkdir(dir, 0700)) {
+		if (errno != EEXIST) {
+			log_warn("cannot create %s", dir);
+			return -errno;
+		}
+		own = 0;
 	}
 	if (lstat(dir, &st)) {
 		log_warn("%s", dir);
@@ -860,7 +886,24 @@ static int secure_dir(const char *dir, gid_t gid)
 			  (unsigned)geteuid());
 		return -EPERM;
 	}
-	/* ours: make it 0750 root:<socket_group> (0700 without a group) */
+	if (st.st_mode & S_IWOTH) {
+		log_warnx("%s is writable by everybody (mode %04o): control socket disabled; "
+			  "use a directory of its own", dir, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (!own) {
+		own = has_other_entries(dir, keep);
+		if (own < 0) {
+			log_warn("cannot read %s", dir);
+			return own;
+		}
+		own = !own;
+	}
+	if (!own) {
+		log_info("%s holds other files: its mode (%04o) and group are left as they are",
+			 dir, (unsigned)(st.st_mode & 07777));
+		return 0;
+	}
 	if (chown(dir, (uid_t)-1, gid) || chmod(dir, gid != (gid_t)-1 ? 0750 : 0700)) {
 		log_warn("cannot secure %s", dir);
 		return -errno;
@@ -904,6 +947,7 @@ int ctl_open(struct ctl *c, struct daemon *d)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	gid_t gid = (gid_t)-1;
 	char dir[sizeof(c->path)], *slash;
+	const char *base;
 	mode_t old;
 	int rc;
 
@@ -922,15 +966,17 @@ int ctl_open(struct ctl *c, struct daemon *d)
 		}
 		gid = g->gr_gid;
 	}
-	rc = secure_dir(d->cfg.runtime_dir, gid);
-	if (rc)
-		return rc;
 	snprintf(dir, sizeof(dir), "%s", c->path);
 	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
+	base = slash ? slash + 1 : dir;
+	if (slash && slash != dir)
 		*slash = 0;
+	rc = secure_dir(d->cfg.runtime_dir, gid, strcmp(dir, d->cfg.runtime_dir) ? NULL : base);
+	if (rc)
+		return rc;
+	if (slash && slash != dir) {
 		if (strcmp(dir, d->cfg.runtime_dir)) {
-			rc = secure_dir(dir, gid);
+			rc = secure_dir(dir, gid, base);
 			if (rc)
 				return rc;
 		}

@@ -287,12 +287,60 @@ static void no_wrapping_integers(void **state)
 	pump(5);
 }
 
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+/* The daemon's own directory is tightened; one it shares with other files
+ * ("/run") keeps its mode; one everybody may write to ("/tmp") is refused. */
+static void socket_directory(void **state)
+{
+	char shared[96], other[128], world[96];
+
+	(void)state;
+	assert_int_equal(mode_of(dir), 0700);
+	ctl_close(&c);
+
+	snprintf(shared, sizeof(shared), "%s/shared", dir);
+	assert_int_equal(mkdir(shared, 0755), 0);
+	assert_int_equal(chmod(shared, 0755), 0);
+	snprintf(other, sizeof(other), "%s/somebody-elses-file", shared);
+	fclose(fopen(other, "w"));
+	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "%s", shared);
+	snprintf(d.cfg.socket, sizeof(d.cfg.socket), "%s/s.sock", shared);
+	assert_int_equal(ctl_open(&c, &d), 0);
+	assert_int_equal(mode_of(shared), 0755); /* was 0700 before the fix */
+	assert_int_equal(mode_of(d.cfg.socket) & 0777, 0660);
+	ctl_close(&c);
+
+	/* only our (stale) socket in it: ours, tightened */
+	assert_int_equal(unlink(other), 0);
+	assert_int_equal(ctl_open(&c, &d), 0);
+	assert_int_equal(mode_of(shared), 0700);
+	ctl_close(&c);
+
+	snprintf(world, sizeof(world), "%s/world", dir);
+	assert_int_equal(mkdir(world, 0700), 0);
+	assert_int_equal(chmod(world, 01777), 0);
+	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "%s", world);
+	snprintf(d.cfg.socket, sizeof(d.cfg.socket), "%s/s.sock", world);
+	assert_int_equal(ctl_open(&c, &d), -EPERM);
+	assert_int_equal(mode_of(world), 01777);
+	/* teardown closes a ctl that is not open */
+	c.lfd = -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(close_mid_dispatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(flows_in_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_wrapping_integers, setup, teardown),
+		cmocka_unit_test_setup_teardown(socket_directory, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
