@@ -149,8 +149,9 @@ $(B)/tests/unit/test_controller: $(B)/obj/tests/unit/test_controller.o \
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
 
 # Tests that #include one daemon module (to reach its statics) and link the
-# daemon's other objects: test_ctl (ctl.c), test_refflow (refflow.c).
-DAEMON_MODULE_TESTS := ctl refflow
+# daemon's other objects: test_ctl (ctl.c), test_refflow (refflow.c),
+# test_splitq (splitq.c).
+DAEMON_MODULE_TESTS := ctl refflow splitq
 $(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
 		$(B)/obj/tests/unit/test_%.o $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
