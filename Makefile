@@ -62,7 +62,7 @@ COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/log.o
 DAEMON_SRCS := $(filter-out %.bpf.c,$(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
 DAEMON      := $(B)/justitiad
-DAEMON_LIBS := -lev -ljansson -libverbs -lbpf
+DAEMON_LIBS := -lev -ljansson -libverbs -lbpf -pthread
 JUSTCTL     := $(B)/justctl
 JUSTCTL_LIBS := -ljansson
 
@@ -215,7 +215,7 @@ $(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
-		-ljansson -lev
+		-ljansson -lev -pthread
 
 # ---------------------------------------------------------------- check / demo
 # Both README commands start by installing what is missing (tools/install-deps),
