@@ -150,8 +150,8 @@ $(B)/tests/unit/test_controller: $(B)/obj/tests/unit/test_controller.o \
 
 # Tests that #include one daemon module (to reach its statics) and link the
 # daemon's other objects: test_ctl (ctl.c), test_refflow (refflow.c),
-# test_splitq (splitq.c).
-DAEMON_MODULE_TESTS := ctl refflow splitq
+# test_splitq (splitq.c), test_flows (flows.c).
+DAEMON_MODULE_TESTS := ctl refflow splitq flows
 $(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
 		$(B)/obj/tests/unit/test_%.o $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
@@ -186,8 +186,9 @@ $(B)/bench/%: $(B)/obj/tests/bench/%.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
 
-# The controller's benchmark runs the daemon's own step: its objects, not main.o.
-$(B)/bench/bench_controller: $(B)/obj/tests/bench/bench_controller.o \
+# The controller's and the registry's benchmarks run the daemon's own code:
+# its objects, not main.o.
+$(B)/bench/bench_controller $(B)/bench/bench_flows: $(B)/bench/%: $(B)/obj/tests/bench/%.o \
 		$(filter-out $(B)/obj/daemon/main.o,$(DAEMON_OBJS)) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
