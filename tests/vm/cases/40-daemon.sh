@@ -174,6 +174,8 @@ sed -i 's/"log_level": "info"/"log_level": "debug"/' "$JV_OUT/jd1.json"
 kill -HUP "$PID_jd1"
 sleep 0.5
 expect_eq sighup.reloaded yes "$(grep -q 'configuration reloaded' "$JV_OUT/jd1.log" && echo yes)"
+# the value set at run time gives way to the file's, and the log says so (justctl(8), set)
+expect_eq sighup.set.replaced "100000 yes" "$(ctl jd1 --json status | jq -r .controller.target99_ns) $(grep -q 'reload: controller.target99_us 42 -> 100' "$JV_OUT/jd1.log" && echo yes)"
 echo '{ "log_level": 5 }' >"$JV_OUT/jd1.json"
 kill -HUP "$PID_jd1"
 sleep 0.5
