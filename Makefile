@@ -122,7 +122,7 @@ $(DAEMON): $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
-$(JUSTCTL): $(B)/obj/tools/justctl.o $(COMMON_OBJS)
+$(JUSTCTL): $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_metrics.o $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
 
@@ -263,6 +263,9 @@ install: all
 		install -m 0644 etc/justitiad.json $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json
 	sed -e 's|@LIBDIR@|$(LIBDIR)|g' systemd/justitia-preload.conf.example \
 		> $(DESTDIR)$(PREFIX)/share/doc/justitia/justitia-preload.conf.example
+	sed -e 's|@BINDIR@|$(BINDIR)|g' systemd/justitia-metrics.service \
+		> $(DESTDIR)$(PREFIX)/share/doc/justitia/justitia-metrics.service
+	install -m 0644 systemd/justitia-metrics.timer $(DESTDIR)$(PREFIX)/share/doc/justitia/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so $(DESTDIR)$(SBINDIR)/justitiad \

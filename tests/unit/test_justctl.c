@@ -13,6 +13,7 @@ int justctl_main(int argc, char **argv);
 #include "../../tools/justctl.c"
 #undef main
 #include "../../common/proto.c"
+#include "../../tools/ctl_metrics.c"
 
 #include <pthread.h>
 #include <sys/un.h>
@@ -722,6 +723,77 @@ static void flows_pages(void **state UNUSED)
 	run_free(&r);
 }
 
+/* metrics and watch: status, then flows, on one connection each round. */
+static void metrics_and_watch(void **state UNUSED)
+{
+	static const char replies[] =
+		"{\"v\":1,\"ok\":true,\"id\":1,\"daemon\":{\"version\":\"0.1.0\",\"pid\":4,"
+		"\"uptime_ms\":1000},\"controller\":{\"safe_util_bps\":1000000000},"
+		"\"counts\":{\"clients\":1,\"flows\":1,\"latency\":0,\"throughput\":0,"
+		"\"bandwidth\":1}}\n"
+		"{\"v\":1,\"ok\":true,\"id\":1,\"flows\":[{\"id\":5,\"pid\":4,\"comm\":\"bw\","
+		"\"class\":\"bandwidth\",\"device\":\"rxe0\",\"port\":1,\"qpn\":17,"
+		"\"bytes\":77,\"managed\":true}],\"next\":null}";
+	char dir[] = "/tmp/test_justctl_m.XXXXXX", opts[128], *text;
+	struct run r;
+	FILE *f;
+
+	r = run_fake(replies, "", "metrics", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake_requests, "{\"v\":1,\"cmd\":\"status\",\"id\":1}\n"
+					   "{\"v\":1,\"cmd\":\"flows\",\"id\":1}\n");
+	assert_non_null(strstr(r.out, "\njustitia_up 1\n"));
+	assert_non_null(strstr(r.out, "\njustitia_safe_util_bits_per_second 1000000000\n"));
+	assert_non_null(strstr(r.out, "justitia_flow_sent_bytes_total{flow=\"5\",pid=\"4\","
+				      "comm=\"bw\",class=\"bandwidth\",device=\"rxe0\",port=\"1\"} 77\n"));
+	run_free(&r);
+
+	/* -o FILE: written whole (through FILE.tmp), also when the daemon is down */
+	assert_non_null(mkdtemp(dir));
+	snprintf(opts, sizeof(opts), "metrics -o %s/j.prom", dir);
+	r = run_fake(replies, "", opts, NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "");
+	snprintf(opts, sizeof(opts), "%s/j.prom", dir);
+	f = fopen(opts, "r");
+	assert_non_null(f);
+	text = calloc(1, 65536);
+	assert_true(fread(text, 1, 65535, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(text, "\njustitia_up 1\n"));
+	free(text);
+	run_free(&r);
+	snprintf(opts, sizeof(opts), "justctl -s %s/none.sock metrics -o %s/j.prom", dir, dir);
+	r = run_args(opts);
+	assert_int_equal(r.rc, 1);
+	snprintf(opts, sizeof(opts), "%s/j.prom", dir);
+	f = fopen(opts, "r");
+	text = calloc(1, 4096);
+	assert_true(fread(text, 1, 4095, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(text, "\njustitia_up 0\n"));
+	free(text);
+	unlink(opts);
+	rmdir(dir);
+	run_free(&r);
+
+	/* watch, one round, not a terminal: status, then the flows table */
+	r = run_fake(replies, "", "watch -c 1 -n 0.1", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "justitiad on "));
+	assert_non_null(strstr(r.out, "clients:"));
+	assert_non_null(strstr(r.out, "rxe0/1"));
+	assert_null(strstr(r.out, "\033["));
+	run_free(&r);
+
+	r = run_args("justctl watch -n 0");
+	assert_int_equal(r.rc, EXIT_USAGE);
+	run_free(&r);
+	r = run_args("justctl metrics --bogus");
+	assert_int_equal(r.rc, EXIT_USAGE);
+	run_free(&r);
+}
+
 static void against_fake_daemon(void **state UNUSED)
 {
 	char request[512];
@@ -900,6 +972,7 @@ int main(void)
 		cmocka_unit_test(exit_codes),
 		cmocka_unit_test(against_fake_daemon),
 		cmocka_unit_test(flows_pages),
+		cmocka_unit_test(metrics_and_watch),
 		cmocka_unit_test(calibrate_follows),
 	};
 
