@@ -813,6 +813,15 @@ static int check_limits(struct ctx *x, json_t *obj, void *base)
 {
 	struct config_limits *l = base;
 
+	if (l->max_clients_per_uid > l->max_clients) {
+		if (json_object_get(obj, "max_clients_per_uid")) {
+			push_key(x, "max_clients_per_uid");
+			return reject(x, false, "%u is out of range (1..max_clients = %u)",
+				      l->max_clients_per_uid, l->max_clients);
+		}
+		l->max_clients_per_uid = l->max_clients;
+	}
+
 	if (l->max_flows_per_client <= l->max_flows)
 		return 0;
 	if (!json_object_get(obj, "max_flows_per_client")) {
@@ -902,10 +911,12 @@ static int check_config(struct ctx *x, json_t *obj, void *base)
 
 static const struct field limits_fields[] = {
 	{ "max_clients", T_INT, AT(struct config_limits, max_clients), 1, 65536 },
+	{ "max_clients_per_uid", T_INT, AT(struct config_limits, max_clients_per_uid), 1, 65536 },
 	{ "max_flows", T_INT, AT(struct config_limits, max_flows), 1, 1048576 },
 	{ "max_flows_per_client", T_INT, AT(struct config_limits, max_flows_per_client), 1,
 	  1048576 },
 	{ "max_request_bytes", T_INT, AT(struct config_limits, max_request_bytes), 256, 16 * MiB },
+	{ "idle_timeout_ms", T_INT, AT(struct config_limits, idle_timeout_ms), 100, 3600000 },
 };
 SECTION(limits, 0, NULL, check_limits);
 
@@ -1012,7 +1023,8 @@ void config_init_defaults(struct config *c)
 		.state_dir = "/var/lib/justitia",
 		.log_level = CONFIG_LOG_INFO,
 		.qpwatch = true,
-		.limits = { .max_clients = 256, .max_flows = 4096, .max_flows_per_client = 1024,
+		.limits = { .max_clients = 256, .max_clients_per_uid = 128, .idle_timeout_ms = 10000,
+			    .max_flows = 4096, .max_flows_per_client = 1024,
 			    .max_request_bytes = 64 * KiB },
 		.reference = { .listen_address = "0.0.0.0", .listen_port = PEER_PORT,
 			       .period_us = 500, .window = 10000 },

@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
@@ -30,10 +31,43 @@
 #define CLIENT_MAGIC 0x4354434cu /* "CTCL" */
 #define OUT_MAX (1u << 20)       /* buffered replies per client */
 #define READ_CHUNK 16384
-#define ROOT_RESERVE 4           /* connections beyond max_clients for uid 0 */
+#define ADMIN_RESERVE 8          /* connections beyond max_clients for administrators */
+#define OUT_TOTAL_MAX (32u << 20) /* buffered replies of all clients together */
+#define ACCEPT_BURST 64          /* connections accepted per wake-up */
+#define WARN_EVERY_NS 10000000000ull /* a repeated warning at most once per 10 s */
+
+enum { W_REFUSED, W_UNREAD, W_TOO_LARGE, W_TIMEOUT };
 #define FLOWS_PAGE_MAX 500       /* flows per reply: about 250 KiB, far below OUT_MAX */
 
 static void client_close(struct ctl_client *cl);
+
+/* A warning that clients can cause over and over: logged at once, then at
+ * most once per 10 s with the number of those not logged meanwhile. */
+static void warn_limited(struct ctl *c, int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void warn_limited(struct ctl *c, int kind, const char *fmt, ...)
+{
+	uint64_t now = daemon_now_ns();
+	char msg[256];
+	va_list ap;
+
+	if (c->warn[kind].last_ns && now - c->warn[kind].last_ns < WARN_EVERY_NS) {
+		c->warn[kind].suppressed++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->warn[kind].suppressed)
+		log_warnx("%s (and %llu more like it in the last %llu s)", msg,
+			  (unsigned long long)c->warn[kind].suppressed,
+			  (unsigned long long)((now - c->warn[kind].last_ns) / 1000000000ull));
+	else
+		log_warnx("%s", msg);
+	c->warn[kind].last_ns = now;
+	c->warn[kind].suppressed = 0;
+}
 
 /* ------------------------------------------------------------ output */
 
@@ -51,10 +85,15 @@ static void client_flush(struct ctl_client *cl)
 		}
 		memmove(cl->out, cl->out + n, cl->out_len - (size_t)n);
 		cl->out_len -= (size_t)n;
+		cl->ctl->out_total -= (size_t)n;
+		cl->stuck_ns = 0; /* progress */
 	}
 	if (cl->out_len) {
+		if (!cl->stuck_ns)
+			cl->stuck_ns = daemon_now_ns();
 		ev_io_start(cl->ctl->d->loop, &cl->ww);
 	} else {
+		cl->stuck_ns = 0;
 		ev_io_stop(cl->ctl->d->loop, &cl->ww);
 		if (cl->closing)
 			client_close(cl);
@@ -95,8 +134,11 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 		}
 		off = (size_t)n;
 	}
-	if (cl->out_len + len - off > OUT_MAX) {
-		log_warnx("pid %d does not read its replies; disconnecting", (int)cl->pid);
+	if (cl->out_len + len - off > OUT_MAX ||
+	    cl->ctl->out_total + len - off > OUT_TOTAL_MAX) {
+		warn_limited(cl->ctl, W_UNREAD,
+			     "pid %d (uid %u) does not read its replies (%zu bytes unsent); "
+			     "disconnecting", (int)cl->pid, (unsigned)cl->uid, cl->out_len);
 		free(line);
 		client_close(cl);
 		return;
@@ -116,6 +158,7 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 	if (len > off) /* sendmsg() may have taken it all: cl->out can still be NULL */
 		memcpy(cl->out + cl->out_len, line + off, len - off);
 	cl->out_len += len - off;
+	cl->ctl->out_total += len - off;
 	free(line);
 	client_flush(cl);
 }
@@ -436,6 +479,11 @@ static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "unknown role");
 	if (cl->proc || cl->out_len)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello must come first, once");
+	if (cl->reserved)
+		return proto_reply_error(req, PROTO_E_LIMIT,
+					 "too many clients (max_clients %u): this connection holds "
+					 "one of the administrators' reserved slots, which register "
+					 "no flows", cl->ctl->d->cfg.limits.max_clients);
 	if (pid != cl->pid)
 		log_debug(LOG_SS_CTL, "hello claims pid %lld, socket says %d: using %d", (long long)pid,
 			  (int)cl->pid, (int)cl->pid);
@@ -651,6 +699,7 @@ static void dispatch(struct ctl_client *cl, const char *line, size_t len)
 		return;
 	}
 	log_debug(LOG_SS_CTL, "pid %d uid %u: %s", (int)cl->pid, (unsigned)cl->uid, cmd);
+	cl->active_ns = daemon_now_ns();
 	if (!strcmp(cmd, "version"))
 		r = cmd_version(cl, req);
 	else if (!strcmp(cmd, "status"))
@@ -699,6 +748,8 @@ static void client_close(struct ctl_client *cl)
 			break;
 		}
 	c->n_clients--;
+	c->n_reserved -= cl->reserved ? 1 : 0;
+	c->out_total -= cl->out_len;
 	if (cl->proc) {
 		log_debug(LOG_SS_FLOW, "pid %d disconnected: freeing %zu flows", (int)cl->pid,
 			  cl->proc->n_flows);
@@ -762,9 +813,14 @@ static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		dispatch(cl, line, len);
 		free(line);
 	}
+	if (cl->magic == CLIENT_MAGIC) /* half a line waiting: since when */
+		cl->partial_ns = cl->in.len > cl->in.tail
+					 ? (cl->partial_ns ? cl->partial_ns : daemon_now_ns())
+					 : 0;
 	if (rc == -EMSGSIZE && cl->magic == CLIENT_MAGIC && !cl->closing) {
-		log_warnx("pid %d sent a request over %zu bytes; disconnecting", (int)cl->pid,
-			  cl->in.max);
+		warn_limited(cl->ctl, W_TOO_LARGE,
+			     "pid %d (uid %u) sent a request over %zu bytes; disconnecting",
+			     (int)cl->pid, (unsigned)cl->uid, cl->in.max);
 		cl->closing = 1;
 		ev_io_stop(loop, &cl->rw);
 		client_reply(cl, proto_reply_error(NULL, PROTO_E_TOO_LARGE,
@@ -781,41 +837,90 @@ static void client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		client_flush(cl);
 }
 
-static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* Refuse a connection: one limit error without id, then close. */
+static void refuse(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void refuse(int fd, const char *fmt, ...)
 {
-	struct ctl *c = w->data;
+	char msg[200];
+	va_list ap;
+	json_t *e;
+	size_t l;
+	char *line;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e = proto_reply_error(NULL, PROTO_E_LIMIT, "%s", msg);
+	line = proto_encode(e, &l);
+	json_decref(e);
+	if (line && send(fd, line, l, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* best effort: the client learns why from the reply */
+	}
+	free(line);
+	close(fd);
+}
+
+/* Which slot a new connection of @uid gets: 0 a normal one, 1 one of the
+ * administrators' reserve (after closing the reserved connection idle
+ * longest if they are all taken), -1 none (the reason in @why). */
+static int admit(struct ctl *c, uid_t uid, bool admin, char *why, size_t n)
+{
+	const struct config_limits *lim = &c->d->cfg.limits;
+	struct ctl_client *oldest = NULL;
+	size_t of_uid = 0;
+
+	for (struct ctl_client *cl = c->clients; cl; cl = cl->next) {
+		of_uid += cl->uid == uid && !cl->reserved;
+		if (cl->reserved && !cl->closing && (!oldest || cl->active_ns < oldest->active_ns))
+			oldest = cl;
+	}
+	if (c->n_clients - c->n_reserved < lim->max_clients && of_uid < lim->max_clients_per_uid)
+		return 0;
+	if (c->n_clients - c->n_reserved >= lim->max_clients)
+		snprintf(why, n, "too many clients (max_clients %u)", lim->max_clients);
+	else
+		snprintf(why, n, "too many clients of uid %u (max_clients_per_uid %u)",
+			 (unsigned)uid, lim->max_clients_per_uid);
+	if (!admin)
+		return -1;
+	if (c->n_reserved >= ADMIN_RESERVE) {
+		if (!oldest)
+			return -1;
+		log_info("administrators' reserve full: closing the connection of pid %d idle "
+			 "longest", (int)oldest->pid);
+		oldest->closing = 1;
+		client_reply(oldest, proto_reply_error(NULL, PROTO_E_LIMIT,
+						       "closed: another administrator needed "
+						       "this reserved connection"),
+			     NULL, 0);
+		client_close(oldest); /* now, flushed or not: its slot is needed */
+	}
+	return 1;
+}
+
+static void accept_one(struct ctl *c, struct ev_loop *loop, int fd)
+{
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct ctl_client *cl;
-	int fd;
+	char why[160];
+	bool admin;
+	int slot;
 
-	fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			log_warn("accept");
-		return;
-	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
 		log_warn("SO_PEERCRED");
 		close(fd);
 		return;
 	}
-	/* root's justctl gets a few connections beyond the limit, so that an
-	 * operator can still look when shims have taken every slot */
-	if (c->n_clients >= c->d->cfg.limits.max_clients + (cred.uid == 0 ? ROOT_RESERVE : 0)) {
-		json_t *e = proto_reply_error(NULL, PROTO_E_LIMIT, "too many clients (max_clients %u)",
-					      c->d->cfg.limits.max_clients);
-		size_t l;
-		char *line = proto_encode(e, &l);
-
-		json_decref(e);
-		log_warnx("refusing pid %d: max_clients %u reached", (int)cred.pid,
-			  c->d->cfg.limits.max_clients);
-		if (line && send(fd, line, l, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-			/* best effort: the client learns why from the reply */
-		}
-		free(line);
-		close(fd);
+	/* root and the daemon's own user always get an answer: a reserve of
+	 * connections beyond max_clients that no shim may hold */
+	admin = cred.uid == 0 || cred.uid == geteuid();
+	slot = admit(c, cred.uid, admin, why, sizeof(why));
+	if (slot < 0) {
+		warn_limited(c, W_REFUSED, "refusing pid %d uid %u: %s", (int)cred.pid,
+			     (unsigned)cred.uid, why);
+		refuse(fd, "%s", why);
 		return;
 	}
 	cl = calloc(1, sizeof(*cl));
@@ -830,6 +935,9 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	cl->pid = cred.pid;
 	cl->uid = cred.uid;
 	cl->gid = cred.gid;
+	cl->admin = admin;
+	cl->reserved = slot == 1;
+	cl->active_ns = daemon_now_ns();
 	proto_linebuf_init(&cl->in, c->d->cfg.limits.max_request_bytes);
 	ev_io_init(&cl->rw, client_read_cb, fd, EV_READ);
 	ev_io_init(&cl->ww, client_write_cb, fd, EV_WRITE);
@@ -839,7 +947,65 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	cl->next = c->clients;
 	c->clients = cl;
 	c->n_clients++;
-	log_debug(LOG_SS_CTL, "connection from pid %d uid %u", (int)cred.pid, (unsigned)cred.uid);
+	c->n_reserved += cl->reserved ? 1 : 0;
+	log_debug(LOG_SS_CTL, "connection from pid %d uid %u%s", (int)cred.pid, (unsigned)cred.uid,
+		  cl->reserved ? " (administrators' reserve)" : "");
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl *c = w->data;
+
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		int fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn("accept");
+			return;
+		}
+		accept_one(c, loop, fd);
+	}
+}
+
+/* Once a second: close what waits too long.  A connection without hello
+ * (not a shim) that sends no complete request, any connection with half a
+ * request, or unread replies, for limits.idle_timeout_ms. */
+static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct ctl *c = w->data;
+	uint64_t now = daemon_now_ns(), lim = c->d->cfg.limits.idle_timeout_ms * 1000000ull;
+	struct ctl_client *cl, *next;
+
+	for (cl = c->clients; cl; cl = next) {
+		const char *why = NULL;
+
+		next = cl->next;
+		if (cl->closing)
+			continue;
+		if (cl->stuck_ns && now - cl->stuck_ns > lim) {
+			warn_limited(c, W_TIMEOUT, "pid %d (uid %u) has not read its replies for "
+				     "%u ms; disconnecting", (int)cl->pid, (unsigned)cl->uid,
+				     c->d->cfg.limits.idle_timeout_ms);
+			client_close(cl);
+			continue;
+		}
+		if (cl->partial_ns && now - cl->partial_ns > lim)
+			why = "request incomplete";
+		else if (!cl->proc && !cl->out_len && now - cl->active_ns > lim)
+			why = "no request";
+		if (!why)
+			continue;
+		warn_limited(c, W_TIMEOUT, "pid %d (uid %u): %s for %u ms; disconnecting",
+			     (int)cl->pid, (unsigned)cl->uid, why, c->d->cfg.limits.idle_timeout_ms);
+		cl->closing = 1;
+		ev_io_stop(loop, &cl->rw);
+		client_reply(cl, proto_reply_error(NULL, PROTO_E_TIMEOUT, "%s for %u ms: closing",
+						   why, c->d->cfg.limits.idle_timeout_ms),
+			     NULL, 0);
+		if (cl->magic == CLIENT_MAGIC && cl->out_len) /* cannot even take that */
+			client_close(cl);
+	}
 }
 
 /* ------------------------------------------------------------ setup */
@@ -1001,13 +1167,18 @@ int ctl_open(struct ctl *c, struct daemon *d)
 		log_warn("chown %s", c->path);
 		goto out_unlink;
 	}
-	if (listen(c->lfd, 64)) {
+	if (listen(c->lfd, SOMAXCONN)) {
 		rc = -errno;
 		goto out_unlink;
 	}
 	ev_io_init(&c->lw, accept_cb, c->lfd, EV_READ);
 	c->lw.data = c;
 	ev_io_start(d->loop, &c->lw);
+	ev_timer_init(&c->idle_w, idle_cb, 1.0, d->cfg.limits.idle_timeout_ms < 2000
+							? d->cfg.limits.idle_timeout_ms / 2000.0
+							: 1.0);
+	c->idle_w.data = c;
+	ev_timer_start(d->loop, &c->idle_w);
 	log_info("listening on %s", c->path);
 	return 0;
 out_unlink:
@@ -1023,6 +1194,7 @@ void ctl_close(struct ctl *c)
 	while (c->clients)
 		client_close(c->clients);
 	ev_timer_stop(c->d->loop, &c->reap_w);
+	ev_timer_stop(c->d->loop, &c->idle_w);
 	reap(c);
 	if (c->lfd >= 0) {
 		ev_io_stop(c->d->loop, &c->lw);

@@ -30,6 +30,8 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->limits.max_flows, b->limits.max_flows);
 	assert_int_equal(a->limits.max_flows_per_client, b->limits.max_flows_per_client);
 	assert_int_equal(a->limits.max_request_bytes, b->limits.max_request_bytes);
+	assert_int_equal(a->limits.max_clients_per_uid, b->limits.max_clients_per_uid);
+	assert_int_equal(a->limits.idle_timeout_ms, b->limits.idle_timeout_ms);
 	assert_string_equal(a->reference.listen_address, b->reference.listen_address);
 	assert_int_equal(a->reference.listen_port, b->reference.listen_port);
 	assert_string_equal(a->reference.secret_file, b->reference.secret_file);
@@ -489,6 +491,8 @@ static const struct {
 	{ "{\"tokens\": {\"bytes\": 512}, \"tokens\\u0031\": 1}", "1:28: tokens1: unknown key" },
 	{ "{\"apps\": [{\"comm\": \"a\", \"prio\": 1}]}", "1:25: apps[0].prio: unknown key" },
 	{ "{\"runtime_dir\": \"/\xc3\xa9\", \"zz\": 1}", "1:24: zz: unknown key" },
+	{ "{\"limits\": {\"max_clients\": 10, \"max_clients_per_uid\": 20}}",
+	  "1:55: limits.max_clients_per_uid: 20 is out of range (1..max_clients = 10)" },
 	/* comments: "_comment..." members hold a string or an array of strings */
 	{ "{\"_comment\": 1}", "1:14: _comment: a comment must be a string or an array of strings, got an integer" },
 	{ "{\"limits\": {\"_comment_x\": [\"a\", {}]}}", "1:33: limits._comment_x[1]: a comment must be a string or an array of strings, got an object" },

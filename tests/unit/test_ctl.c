@@ -334,6 +334,134 @@ static void socket_directory(void **state)
 	c.lfd = -1;
 }
 
+/* Administrators always get an answer: beyond max_clients, 8 reserved
+ * connections (which may not register flows); when those are taken too, a
+ * new one closes the reserved connection idle longest.  The test runs as
+ * one uid, which is the daemon's own, so every connection is an admin's. */
+static void admin_reserve(void **state)
+{
+	int fds[4 + ADMIN_RESERVE + 1], fd;
+	json_t *r;
+
+	(void)state;
+	d.cfg.limits.max_clients = 4;
+	d.cfg.limits.max_clients_per_uid = 4;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]) - 1; i++) {
+		fds[i] = cli();
+		pump(2);
+	}
+	assert_int_equal(c.n_clients, 4 + ADMIN_RESERVE);
+	assert_int_equal(c.n_reserved, ADMIN_RESERVE);
+	/* a reserved connection answers status, refuses hello */
+	say(fds[4], "{\"v\":1,\"cmd\":\"status\"}\n");
+	r = reply(fds[4]);
+	assert_true(ok(r));
+	json_decref(r);
+	say(fds[5], "{\"v\":1,\"cmd\":\"hello\",\"pid\":1,\"comm\":\"x\",\"role\":\"shim\"}\n");
+	r = reply(fds[5]);
+	assert_string_equal(code(r), "limit");
+	json_decref(r);
+	/* all taken: the next one evicts the reserved connection idle longest
+	 * (fds[6]: fds[4] and fds[5] were active just now) and is answered */
+	fds[4 + ADMIN_RESERVE] = fd = cli();
+	say(fd, "{\"v\":1,\"cmd\":\"status\"}\n");
+	r = reply(fd);
+	assert_true(ok(r));
+	json_decref(r);
+	r = reply(fds[6]);
+	assert_string_equal(code(r), "limit");
+	json_decref(r);
+	assert_null(reply(fds[6])); /* closed */
+	assert_int_equal(c.n_reserved, ADMIN_RESERVE);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		close(fds[i]);
+	pump(5);
+	assert_int_equal(c.n_clients, 0);
+	assert_int_equal(c.n_reserved, 0);
+}
+
+/* Connections that say nothing, or half a line, are closed after
+ * idle_timeout_ms with a timeout error; a shim's idle connection is not. */
+static void idle_and_stalled(void **state)
+{
+	int quiet, half, shim;
+	json_t *r;
+
+	(void)state;
+	ctl_close(&c);
+	d.cfg.limits.idle_timeout_ms = 200;
+	assert_int_equal(ctl_open(&c, &d), 0);
+	quiet = cli();
+	half = cli();
+	say(half, "{\"v\":1,\"cmd\":\"sta");
+	shim = cli();
+	say(shim, "{\"v\":1,\"cmd\":\"hello\",\"pid\":1,\"comm\":\"x\",\"role\":\"shim\"}\n");
+	r = reply(shim);
+	assert_true(ok(r));
+	json_decref(r);
+	r = reply(quiet);
+	assert_string_equal(code(r), "timeout");
+	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(r, "error"),
+								   "message")),
+			       "no request"));
+	json_decref(r);
+	assert_null(reply(quiet));
+	r = reply(half);
+	assert_string_equal(code(r), "timeout");
+	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(r, "error"),
+								   "message")),
+			       "incomplete"));
+	json_decref(r);
+	assert_int_equal(c.n_clients, 1); /* the shim, idle as long as it likes */
+	assert_non_null(c.clients->proc);
+	say(shim, "{\"v\":1,\"cmd\":\"version\"}\n");
+	r = reply(shim);
+	assert_true(ok(r));
+	json_decref(r);
+	close(quiet);
+	close(half);
+	close(shim);
+	pump(5);
+}
+
+/* A client that asks and never reads: disconnected once 1 MiB of replies
+ * wait for it; the daemon's buffered output returns to zero. */
+static void never_reads(void **state)
+{
+	struct proc *p;
+	json_t *r;
+	int fd, rc;
+
+	(void)state;
+	teardown(NULL);
+	start(2048);
+	p = flows_proc_new(&d.flows, 4343, 0, "x", &rc);
+	for (uint32_t i = 0; i < 2000; i++) {
+		struct flow_req fr = { .device = "tst0", .port = 1, .qpn = i, .qp_type = "RC",
+				       .cls = "bw", .split_qpn = -1 };
+		const char *cd;
+		char msg[160];
+
+		assert_non_null(flows_register(&d.flows, p, &fr, &cd, msg, sizeof(msg)));
+	}
+	fd = cli();
+	for (int i = 0; i < 40; i++) { /* fails once the daemon hung up: expected */
+		if (send(fd, "{\"v\":1,\"cmd\":\"flows\"}\n", 22, MSG_NOSIGNAL) < 0)
+			break;
+		pump(2);
+	}
+	pump(20);
+	assert_int_equal(c.n_clients, 0);
+	assert_int_equal(c.out_total, 0);
+	close(fd);
+	fd = cli();
+	say(fd, "{\"v\":1,\"cmd\":\"version\"}\n");
+	r = reply(fd);
+	assert_true(ok(r));
+	json_decref(r);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +469,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(flows_in_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_wrapping_integers, setup, teardown),
 		cmocka_unit_test_setup_teardown(socket_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(admin_reserve, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_and_stalled, setup, teardown),
+		cmocka_unit_test_setup_teardown(never_reads, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
