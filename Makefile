@@ -255,6 +255,9 @@ install: all
 		docs/qpwatch.md $(DESTDIR)$(PREFIX)/share/doc/justitia/
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 		systemd/justitiad.service > $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d
+	install -m 0644 systemd/justitiad.service.d/qpwatch.conf \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d/qpwatch.conf
 	install -m 0644 etc/justitiad.json \
 		$(DESTDIR)$(PREFIX)/share/doc/justitia/justitiad.json.example
 	# the example configuration, never over an existing one (justitiad.json(5))
@@ -271,7 +274,9 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so $(DESTDIR)$(SBINDIR)/justitiad \
 		$(DESTDIR)$(BINDIR)/justctl $(DESTDIR)$(MANDIR)/man7/libjustitia.7 \
 		$(DESTDIR)$(MANDIR)/man8/justitiad.8 $(DESTDIR)$(MANDIR)/man8/justctl.8 \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d/qpwatch.conf
+	-rmdir $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d
 	rm -f $(DESTDIR)$(BINDIR)/justbench $(DESTDIR)$(MANDIR)/man1/justbench.1
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/justitia
 	-rmdir $(DESTDIR)$(LIBDIR)/justitia
