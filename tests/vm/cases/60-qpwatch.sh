@@ -221,7 +221,7 @@ R5=/run/jq5
 conf jq5 "$R5"
 BASE=(setpriv --bounding-set=-all,"$(cap_list "$BASE_CAPS")" --inh-caps=-all --)
 start_daemon jq5 "$R5" "${BASE[@]}"
-expect_eq caps.base.off "off yes" "$(st "$R5" '"\(.qpwatch.state) \(.qpwatch.reason != null)"')"
+expect_eq caps.base.off "off true" "$(st "$R5" '"\(.qpwatch.state) \(.qpwatch.reason != null)"')"
 expect_eq caps.base.serves 0 "$("$C" -s "$R5/justitiad.sock" status >/dev/null; echo $?)"
 stop_daemon jq5
 
