@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -239,7 +240,10 @@ static int flood(int n, int hold_ms)
 	usleep((useconds_t)hold_ms * 1000);
 	/* then every connection must come to an end: an answer or a close,
 	 * however long a slow (emulated) machine takes to get to it (60 s) */
-	for (int waited = 0, left = connected; left && waited < 600; waited++) {
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int left = connected; left;) {
 		struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
 		int np = 0;
 
@@ -257,10 +261,12 @@ static int flood(int n, int hold_ms)
 					;
 				if (i % 8 == 3) { /* its replies, then the end */
 					char buf[65536];
-					ssize_t r = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT);
+					ssize_t r;
 
-					if (r > 0)
-						continue;
+					while ((r = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+						;
+					if (r < 0 && errno == EAGAIN)
+						continue; /* more to come */
 					closed++;
 				} else {
 					got = raw_call(fds[i], "", 0);
@@ -279,6 +285,9 @@ static int flood(int n, int hold_ms)
 			}
 		}
 		free(pf);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > 60)
+			break;
 	}
 	for (int i = 0; i < n; i++)
 		if (fds[i] >= 0) {
