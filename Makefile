@@ -73,6 +73,15 @@ JUSTBENCH_SRCS := tools/justbench.c $(wildcard tools/bench_*.c)
 JUSTBENCH_OBJS := $(JUSTBENCH_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/jsonpos.o
 JUSTBENCH_LIBS := -libverbs -ljansson -pthread
 
+# ---------------------------------------------------------------- justsim
+# The RNIC model (tests/sim/, docs/rnic-model.md) with the daemon's pure
+# controller modules on top, in virtual time.
+SIM_SRCS     := $(wildcard tests/sim/*.c)
+SIM_OBJS     := $(SIM_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/quantile.o \
+	$(B)/obj/daemon/aimd.o $(B)/obj/daemon/tokens.o $(B)/obj/daemon/share.o
+JUSTSIM      := $(B)/justsim
+JUSTSIM_LIBS := -ljansson
+
 # ---------------------------------------------------------------- BPF: the QP watcher
 # libbpf-bootstrap style: clang -target bpf, `bpftool gen object`, `bpftool gen
 # skeleton`; the generated files stay in build/bpf/.  Kernel types come from
@@ -99,7 +108,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNITS     := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%)
 UNIT_LIBS := -lcmocka -ljansson -lev -libverbs -lbpf -ldl -pthread
 
-TARGETS := $(SHIM_LIB) $(DAEMON) $(JUSTCTL) $(JUSTBENCH) $(PROGS) $(UNITS)
+TARGETS := $(SHIM_LIB) $(DAEMON) $(JUSTCTL) $(JUSTBENCH) $(JUSTSIM) $(PROGS) $(UNITS)
 
 all: $(TARGETS)
 
@@ -130,6 +139,10 @@ $(JUSTBENCH): $(JUSTBENCH_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTBENCH_LIBS)
 
+$(JUSTSIM): $(B)/obj/tools/justsim.o $(SIM_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTSIM_LIBS)
+
 $(B)/tests/%: $(B)/obj/tests/progs/%.o $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
@@ -158,6 +171,12 @@ $(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $< $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/$*.o,$(DAEMON_OBJS)) \
 		$(COMMON_OBJS) $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
+
+# The model's test runs the model and the daemon modules: their objects.
+$(B)/tests/unit/test_sim: $(B)/obj/tests/unit/test_sim.o $(SIM_OBJS)
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
 
 $(B)/bpf/qpwatch.tmp.o: $(QPWATCH_DEPS)
 	$(call msg,BPF,$@)
@@ -194,7 +213,7 @@ $(B)/bench/bench_controller $(B)/bench/bench_flows: $(B)/bench/%: $(B)/obj/tests
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
-bench: $(BENCHES)
+bench: $(BENCHES) $(JUSTSIM)
 	$(Q)tests/bench/run-bench
 
 # ---------------------------------------------------------------- fuzz targets

@@ -246,6 +246,14 @@ static bool hungry_cls(int cls)
 	return cls == FLOW_CLASS_BANDWIDTH || cls == FLOW_CLASS_THROUGHPUT;
 }
 
+/* Competing for the link: active, or moved something over the last share
+ * window (a paced flow of large messages may post less often than the
+ * activity window). */
+static bool competing(const struct flow *f)
+{
+	return hungry_cls(f->cls) && (f->active || f->meas_bps || f->meas_ops);
+}
+
 /* Throughput flows spend ops: a bit/s of the token stream buys this many
  * ops/s (TokenOps per 8 TokenBytes bits). */
 static double ops_per_bit(const struct ctrl *c)
@@ -313,12 +321,13 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 		struct flow *f = c->fp[i];
 		double cb = c->share.c_bps ? (double)c->share.c_bps : 1;
 
-		if (!hungry_cls(f->cls) || !f->active)
+		if (!competing(f))
 			continue;
 		sf[k] = (struct share_flow){
 			.weight = f->weight,
 			.granted = entered ? 0 : granted_bps(c, f) / cb,
 			.used = used_bps(c, f) / cb,
+			.satisfied = f->share_sat,
 		};
 		k++;
 	}
@@ -349,7 +358,9 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 
 		if (!hungry_cls(f->cls))
 			continue;
-		frac = f->active ? sf[k++].frac : 0;
+		if (competing(f))
+			f->share_sat = sf[k].satisfied;
+		frac = competing(f) ? sf[k++].frac : 0;
 		if (frac <= 0) /* not active, or new since the window: room to start */
 			frac = w / (w_act + w);
 		t->wait_ns = 0;
@@ -365,17 +376,25 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 /* PROTECT while latency flows are registered; else SHARE while two or more
  * flows compete on the port, OFF otherwise.  A change republishes every
  * slot's flags and chunk (flows.c), then the global header's mode_gen. */
-static void set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, bool window_ended)
+static void set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, uint64_t now,
+			  bool window_ended)
 {
 	struct daemon *d = c->d;
-	size_t competing = 0;
+	size_t n_comp = 0;
 	int mode;
 	bool entered;
 
 	for (size_t i = 0; i < n; i++)
-		if (hungry_cls(c->fp[i]->cls) && c->fp[i]->active)
-			competing++;
-	mode = n_lat_all ? JST_PACE_PROTECT : competing >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
+		if (competing(c->fp[i]))
+			n_comp++;
+	if (n_comp >= 2)
+		c->competed_ns = now;
+	mode = n_lat_all ? JST_PACE_PROTECT : n_comp >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
+	/* share -> off only after SHARE_LINGER_NS without competition: a
+	 * flow pausing between two messages does not flip the mode */
+	if (mode == JST_PACE_OFF && c->pace_mode == JST_PACE_SHARE &&
+	    now - c->competed_ns < SHARE_LINGER_NS)
+		mode = JST_PACE_SHARE;
 	/* controller.pace_mode: the lowest mode the operator allows */
 	if (d->cfg.controller.pace_mode == CONFIG_PACE_SHARE && mode == JST_PACE_OFF)
 		mode = JST_PACE_SHARE;
@@ -384,7 +403,7 @@ static void set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, bool win
 	entered = mode != c->pace_mode;
 	if (entered) {
 		log_info("pace mode %s (%u latency flows, %zu competing flows)",
-			 ctrl_pace_mode_name(mode), n_lat_all, competing);
+			 ctrl_pace_mode_name(mode), n_lat_all, n_comp);
 		c->pace_mode = mode;
 		d->flows.pace_mode = mode;
 		flows_publish_all(&d->flows);
@@ -539,7 +558,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 		.one_per_app = cfg->controller.one_flow_per_app,
 	};
 	tokens_distribute(c->tf, n, &tp);
-	set_pace_mode(c, n, n_lat_all, measure_window(c, n, now));
+	set_pace_mode(c, n, n_lat_all, now, measure_window(c, n, now));
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = c->fp[i];
 		const struct tokens_flow *t = &c->tf[i];

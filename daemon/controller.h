@@ -80,6 +80,7 @@ struct ctrl {
 	uint32_t mode_gen;
 	struct share_state share;       /* SHARE: the capacity shared */
 	uint64_t win_t0_ns;             /* the measurement window's start */
+	uint64_t competed_ns;           /* two or more flows last competed */
 	struct share_flow *sf;
 	uint32_t chunk_bytes;
 	uint64_t token_ops, tau_ns;

@@ -5,6 +5,7 @@
 #define JUSTITIAD_FLOWS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -46,6 +47,7 @@ struct flow {
 	/* pace mode SHARE (controller.c, share.h): the last window */
 	uint64_t win_bytes0, win_ops0;  /* counters at the window's start */
 	uint64_t meas_bps, meas_ops;    /* achieved over the last window */
+	bool share_sat;                 /* judged limited by itself (share.h) */
 	struct flow *next;            /* in proc */
 };
 

@@ -16,15 +16,13 @@ static double total_weight(const struct share_flow *f, size_t n)
 	return w;
 }
 
-/* Limited by itself: it used well below what it was granted.  Without
- * @judge (the window ran on a probe the NIC may have split its own way)
- * only a flow already held below its fair share counts: one at its fair
- * share using little may just have lost the NIC's arbitration. */
-static bool satisfied(const struct share_flow *f, bool judge, double w_all)
+/* Limited by itself (share.h): it used well below its grant, and either
+ * was judged so already or is judged now, on a link that had room. */
+static bool satisfied(const struct share_flow *f, bool judge)
 {
 	if (!(f->granted > 0 && f->used < SHARE_SATISFIED * f->granted))
 		return false;
-	return judge || f->granted < 0.999 * weight(f) / w_all;
+	return f->satisfied || judge;
 }
 
 static uint64_t clamp_bps(double c)
@@ -39,34 +37,38 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
 	st->c_bps = clamp_bps((double)c_bps);
 	st->hold = 0;
 	st->probing = false;
-	share_split(f, n, st->c_bps, st->c_bps, false);
+	for (size_t i = 0; i < n; i++)
+		f[i].satisfied = false;
+	share_split(f, n, st->c_bps, st->c_bps);
 }
 
 void share_update(struct share_state *st, struct share_flow *f, size_t n)
 {
 	uint64_t c_old = st->c_bps;
-	double moved = 0; /* fraction of C: what a grant equal to each use needs */
-	bool binding = false, slack = false, judge = !st->probing;
-	double w_all = total_weight(f, n);
+	double moved = 0; /* fraction of C the flows moved */
+	double g_hungry = 0, u_hungry = 0;
+	bool binding, judge;
 
 	if (!n) {
 		st->probing = false;
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (satisfied(&f[i], judge, w_all)) {
-			moved += f[i].used * SHARE_HEADROOM;
-			continue;
-		}
+	for (size_t i = 0; i < n; i++)
 		moved += f[i].used;
-		if (!f[i].granted)
+	/* new judgments only from a window that ran on no probe and left
+	 * room on the link */
+	judge = !st->probing && moved < SHARE_FULL;
+	for (size_t i = 0; i < n; i++) {
+		f[i].satisfied = satisfied(&f[i], judge);
+		if (f[i].satisfied || !f[i].granted)
 			continue;
-		if (f[i].used >= SHARE_BINDING * f[i].granted)
-			binding = true;
-		else
-			slack = true;
+		g_hungry += f[i].granted;
+		u_hungry += f[i].used;
 	}
-	if (binding && !slack) {
+	/* (in aggregate: with many flows of large messages one of them is
+	 * always between two messages at the window's end) */
+	binding = g_hungry > 0 && u_hungry >= SHARE_BINDING * g_hungry;
+	if (binding) {
 		/* the grants hold the flows back */
 		if (st->probing) {
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE_MORE);
@@ -75,43 +77,47 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		} else {
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE);
 			st->probing = true;
-			share_split(f, n, c_old, st->c_bps, judge);
+			share_split(f, n, c_old, st->c_bps);
 			return;
 		}
 	} else {
 		/* the link (or the applications) moved less than granted: C is
-		 * what they moved; after a probe it could not carry, hold */
+		 * what they moved, never more, or the NIC's queue (not the
+		 * grants) would split it; after a probe it could not carry,
+		 * hold */
 		if (st->probing)
 			st->hold = SHARE_HOLD;
 		st->c_bps = clamp_bps((double)c_old * moved);
 		st->probing = false;
 	}
-	share_split(f, n, c_old, st->c_bps, judge);
+	share_split(f, n, c_old, st->c_bps);
 }
 
-void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps,
-		 bool judge)
+void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps)
 {
 	double left = 1.0, scale = c_new_bps ? (double)c_old_bps / (double)c_new_bps : 1.0;
-	double w = total_weight(f, n), w_all = w;
+	double w = total_weight(f, n);
 	bool changed = true;
 
 	for (size_t i = 0; i < n; i++)
 		f[i].frac = -1; /* unresolved */
-	/* water-filling: a satisfied flow whose demand fits under its fair
-	 * share of what is left gets exactly its demand; repeat, as each one
-	 * resolved leaves more for the rest */
+	/* water-filling: a satisfied flow whose use fits under its fair share
+	 * of what is left is charged what it uses and granted that plus
+	 * SHARE_HEADROOM (room to grow: the grants may add up to a little
+	 * more than C, by what satisfied flows leave unused); repeat, as each
+	 * one resolved leaves more for the rest */
 	while (changed) {
 		changed = false;
 		for (size_t i = 0; i < n && w > 0; i++) {
-			double demand;
+			double use, fair;
 
-			if (f[i].frac >= 0 || !satisfied(&f[i], judge, w_all))
+			if (f[i].frac >= 0 || !f[i].satisfied)
 				continue;
-			demand = f[i].used * scale * SHARE_HEADROOM;
-			if (demand <= left * weight(&f[i]) / w) {
-				f[i].frac = demand;
-				left -= demand;
+			use = f[i].used * scale;
+			fair = left * weight(&f[i]) / w;
+			if (use <= fair) {
+				f[i].frac = use * SHARE_HEADROOM < fair ? use * SHARE_HEADROOM : fair;
+				left -= use;
 				w -= weight(&f[i]);
 				changed = true;
 			}

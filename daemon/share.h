@@ -11,15 +11,21 @@
  *
  *  - every window (SHARE_WINDOW_NS) each flow's use u = achieved / granted
  *    is measured (bytes for bandwidth flows, ops for throughput flows);
- *  - a flow using less than SHARE_SATISFIED of its grant is limited by
- *    itself: it keeps what it uses plus SHARE_HEADROOM, and what it leaves
- *    goes to the others (work conservation);
- *  - when every other flow uses at least SHARE_BINDING of its grant, the
- *    grants hold the flows back and the link may carry more: after
+ *  - a flow using less than SHARE_SATISFIED of its grant while the link
+ *    had room (the flows moved less than SHARE_FULL of C) is limited by
+ *    itself, and stays judged so while it keeps using less than that: it
+ *    is charged what it uses and granted that plus SHARE_HEADROOM (never
+ *    more than its fair share), and what it leaves goes to the others
+ *    (work conservation).  On a full link a flow using little may just
+ *    be losing the NIC's arbitration (1 MiB WQEs against 64 KiB ones):
+ *    it is not judged then;
+ *  - when the other flows together use at least SHARE_BINDING of their
+ *    grants, the grants hold the flows back and the link may carry more: after
  *    SHARE_HOLD windows C probes upwards (SHARE_PROBE, then faster while
  *    the flows keep absorbing it);
  *  - when they do not (a probe the link could not carry, or the link got
- *    slower), C becomes what the flows really moved, so that the grants,
+ *    slower), C becomes what the flows really moved, never more, so that
+ *    the grants,
  *    not the NIC's own arbitration, decide the split: the paper's fairness
  *    between message sizes.  Uses measured during a probe the link could
  *    not carry are the NIC's split, not the flows' demand: nobody is judged
@@ -34,9 +40,11 @@
 #include <stdint.h>
 
 #define SHARE_WINDOW_NS 250000000ull   /* measure and adapt every 250 ms */
+#define SHARE_LINGER_NS 1000000000ull  /* share -> off after 1 s alone */
 #define SHARE_SATISFIED 0.8            /* below: limited by the application
                                         * (> 1 / SHARE_HEADROOM) */
-#define SHARE_BINDING 0.9              /* at least: limited by its grant */
+#define SHARE_BINDING 0.97             /* at least, together: limited by their grants */
+#define SHARE_FULL 0.95                /* the flows moved this much of C: full */
 #define SHARE_PROBE 1.1                /* C's first step up */
 #define SHARE_PROBE_MORE 1.25          /* ... and the next ones, while absorbed */
 #define SHARE_HOLD 8                   /* windows between probes */
@@ -48,6 +56,8 @@ struct share_flow {
 	uint32_t weight;        /* 0 is taken as 1 */
 	double granted;         /* fraction of C granted last window (0: new) */
 	double used;            /* fraction of C it used last window */
+	/* in and out: kept by the caller from one window to the next */
+	bool satisfied;         /* judged limited by itself */
 	/* out */
 	double frac;            /* fraction of the new C granted */
 };
@@ -61,12 +71,11 @@ struct share_state {
 /* Start from @c_bps (what the flows moved so far, or MaxRate). */
 void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, size_t n);
 /* A window ended with the flows' use of st->c_bps in @f: adapt C and set
- * every f[i].frac, a fraction of the new C (they add up to at most 1). */
+ * every f[i].frac, a fraction of the new C (they add up to at most 1 plus
+ * the headroom of satisfied flows). */
 void share_update(struct share_state *st, struct share_flow *f, size_t n);
 /* Weighted max-min fair fractions of @c_new_bps given last window's use
- * (measured against @c_old_bps); @judge: whether a flow using little may
- * be judged satisfied. */
-void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps,
-		 bool judge);
+ * (measured against @c_old_bps) and who is satisfied. */
+void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps);
 
 #endif

@@ -57,13 +57,14 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 		/* Paced; or direct again (fail-open, daemon stale, class
 		 * change) while a backlog -- a split message waiting for its
 		 * chunks -- still drains: the WRs must queue behind it, never
-		 * overtake it.  shim_pace_queued counts the QPs with one.  A
-		 * direct QP first looks whether the daemon's mode changed. */
-		if (shim_pace_needed(q) || __builtin_expect(shim_pace_recheck(q), 0))
-			if (shim_pace_needed(q))
-				return shim_pace_post(q, qp, wr, bad);
+		 * overtake it.  shim_pace_queued counts the QPs with one.
+		 * First: did the daemon's pace mode change? */
+		shim_pace_recheck(q);
+		if (shim_pace_needed(q))
+			return shim_pace_post(q, qp, wr, bad);
 		*bad = NULL;
 		rc = q->sctx->post_send(qp, wr, bad);
+		shim_pace_posted_direct(q);
 		n = stats_account_send(&q->st, wr, rc ? *bad : NULL, rc, &bytes);
 		shim_ops_publish(q, n, bytes);
 		/* JUSTITIA_CLASS=auto: a sample (never wait for the lock) */
@@ -165,6 +166,13 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 		if (!q)
 			continue;
+		if (!rx && (wc[i].wr_id & 1) && q->split.qp && shim_pace_barrier_done(q, &wc[i])) {
+			/* the shim's ordering barrier (pace.c): not the app's */
+			memmove(&wc[i], &wc[i + 1], (size_t)(got - i - 1) * sizeof(*wc));
+			got--;
+			i--;
+			continue;
+		}
 		if (rx && q->split.qp) {
 			/* a split SEND / WRITE_WITH_IMM shows its full length */
 			pthread_mutex_lock(&q->lock);

@@ -31,6 +31,7 @@
 #define BURST_NS 200000ull           /* tokens a quiet flow may bank */
 #define LATE_NS 2000000ull           /* ... plus this much for a late wake-up */
 #define APP_POLL_NS 1000000ull       /* the app polled this recently: it paces */
+#define ORDER_WAIT_NS 100000000ull   /* an ordering barrier's completion, at most */
 #define DAEMON_STALE_NS 1000000000ull /* heartbeat older than this: gone */
 #define BACKLOG_MAX 65536            /* when max_send_wr is unknown */
 #define LAZY_NS 2000000ull            /* a token due sooner: no split CQ event */
@@ -266,6 +267,8 @@ static int post_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api)
 	int rc;
 
 	rc = q->sctx->post_send(q->qp, wr, &bad);
+	if (!rc || bad != wr)
+		atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 	if (!wr_api)
 		n = stats_account_send(&q->st, wr, rc ? bad : NULL, rc, &bytes);
 	else if (!rc)
@@ -387,6 +390,7 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
 				  p->cost_bytes);
 		rc = q->sctx->post_send(q->qp, &w, &bad);
 		if (!rc) {
+			atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 			/* the application posted one WR of the whole length */
 			uint64_t bytes, cnt = p->wr_api ? stats_account_wr_api(&q->st, &p->wr, NULL, &bytes)
 						      : stats_account_send(&q->st, &p->wr, NULL, 0, &bytes);
@@ -445,6 +449,73 @@ static void arm_split_locked(struct shim_qp *q)
 	reap_split_locked(q);
 }
 
+/* ------------------------------------------------------------ order
+ *
+ * Split chunks travel on the split QP, which RC orders with nothing on the
+ * application's QP.  So before the first chunk of a message leaves, every
+ * WR the application's QP took earlier (the application's direct posts, the
+ * previous message's final chunk, ...) must have completed, or a chunk could
+ * land first: a small WRITE followed by a large READ of the same bytes
+ * would read stale data, a later large WRITE be overwritten by an earlier
+ * small one, and a chunk's error flush WRs that had succeeded.
+ *
+ * The shim learns that from a barrier: a signaled zero-length RDMA WRITE
+ * on the application's QP (no memory is accessed; the responder checks no
+ * rkey for it), whose completion comes after every earlier WR's.  It
+ * completes on the application's send CQ, where the shim's ibv_poll_cq
+ * drops it (shim_pace_barrier_done) and posts the chunks at once.  A QP
+ * whose barrier does not come back within ORDER_WAIT_NS (its CQ is polled
+ * through the extended API, or not while it waits) sends such messages
+ * whole from then on: in order, unsplit.  IBV_SEND_FENCE is kept a fortiori:
+ * nothing earlier is outstanding when the chunks start. */
+
+static uint64_t barrier_tag(const struct shim_qp *q)
+{
+	return (uintptr_t)q | 1u;
+}
+
+/* @p (at the head, not started) may not be split after all: whole. */
+static void unsplit(struct shim_qp *q, struct pend_wr *p)
+{
+	if (p->kind != SPLITMSG_ONE_SIDED) {
+		splitmsg_make_whole(q, p);
+		return;
+	}
+	p->chunk = 0;
+	p->n_chunks = 1;
+	p->went_whole = 1;
+}
+
+/* Before @p's first chunk: 0 when it may go, else the time to look again
+ * (a barrier is on its way); -1 when @p must go whole. */
+static int64_t order_wait_locked(struct shim_qp *q, struct pend_wr *p, uint64_t now)
+{
+	struct ibv_send_wr b = { .wr_id = barrier_tag(q), .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+
+	if (!q->ord_barrier && !atomic_load_explicit(&q->ord_dirty, memory_order_relaxed))
+		return 0;
+	if (q->ord_blind)
+		return -1;
+	if (q->ord_barrier) {
+		if (now < q->ord_deadline_ns)
+			return (int64_t)q->ord_deadline_ns;
+		shim_log("QP %u: its ordering barrier did not come back through ibv_poll_cq "
+			 "within %llu ms: large messages go whole on it", q->qp->qp_num,
+			 ORDER_WAIT_NS / 1000000);
+		q->ord_blind = 1;
+		return -1;
+	}
+	if (p->kind == SPLITMSG_ONE_SIDED)
+		b.wr.rdma = p->wr.wr.rdma;
+	if (q->sctx->post_send(q->qp, &b, &bad))
+		return -1; /* its send queue is full: whole, in order */
+	atomic_store_explicit(&q->ord_dirty, 0, memory_order_relaxed);
+	q->ord_barrier = 1;
+	q->ord_deadline_ns = now + ORDER_WAIT_NS;
+	return (int64_t)q->ord_deadline_ns;
+}
+
 /* Post what the tokens allow.  Called with q->lock held; returns the time
  * the next token is due (0 = nothing due: empty, or waiting for split
  * completions, which wake the thread themselves). */
@@ -469,6 +540,17 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 
 			if (chunk)
 				pend_split(p, chunk, kind);
+		}
+		if (p->chunk && !p->next_chunk && !p->inflight &&
+		    (p->phase == SPLITMSG_HDR ||
+		     (p->kind == SPLITMSG_ONE_SIDED && p->phase == SPLITMSG_DATA))) {
+			/* not before what the application's QP took earlier */
+			int64_t w = order_wait_locked(q, p, now);
+
+			if (w > 0)
+				return (uint64_t)w; /* the barrier's completion wakes us */
+			if (w < 0)
+				unsplit(q, p);
 		}
 		if (p->chunk && p->phase == SPLITMSG_HDR) {
 			/* two-sided: the peer's shim must say where first */
@@ -983,6 +1065,43 @@ void shim_pace_unwatch(struct shim_qp *q)
 {
 	if (q->split.ch && pg.ep >= 0 && pg.pid == getpid())
 		epoll_ctl(pg.ep, EPOLL_CTL_DEL, q->split.ch->fd, NULL);
+}
+
+int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc)
+{
+	if (wc->wr_id != barrier_tag(q))
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	q->ord_barrier = 0;
+	/* what waited for it goes now, from this poll */
+	if (q->busy)
+		service_locked(q, pace_now());
+	pthread_mutex_unlock(&q->lock);
+	return 1;
+}
+
+void shim_pace_qp_reset(struct shim_qp *q)
+{
+	struct ibv_wc wc[16];
+	struct pend_wr *p;
+
+	pthread_mutex_lock(&q->lock);
+	busy_remove(q);
+	while ((p = q->bl_head)) {
+		q->bl_head = p->next;
+		free(p);
+	}
+	q->bl_tail = NULL;
+	q->bl_len = 0;
+	/* the split QP was reset with it: what its CQ still holds refers to
+	 * the WRs just dropped */
+	if (q->split.cq)
+		while (q->sctx->poll_cq(q->split.cq, 16, wc) > 0) {
+		}
+	atomic_store_explicit(&q->ord_dirty, 0, memory_order_relaxed);
+	q->ord_barrier = 0;
+	set_fast_locked(q);
+	pthread_mutex_unlock(&q->lock);
 }
 
 void shim_pace_qp_gone(struct shim_qp *q)

@@ -42,6 +42,21 @@ struct pend_wr {
 
 /* Decide whether @q is direct from its class and the daemon's slot. */
 void shim_pace_update(struct shim_qp *q);
+/* A WR went to the provider on @q's own QP outside the pacer (direct
+ * posts, ibv_wr_* batches passed through): split chunks posted later must
+ * not overtake it (pace.c, "Order"). */
+static inline void shim_pace_posted_direct(struct shim_qp *q)
+{
+	if (q->split.qp)
+		atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
+}
+/* From the application's ibv_poll_cq: @wc (on @q's send queue) is the
+ * completion of the shim's ordering barrier: it is not the application's,
+ * drop it.  Returns 1 when it was. */
+int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc);
+/* The application QP went to RESET: its backlog and the chunks in flight
+ * are gone, as the provider's WRs are (no completions). */
+void shim_pace_qp_reset(struct shim_qp *q);
 /* The daemon changed its pace mode since @q last looked (jst_shm_global
  * mode_gen): re-decide whether @q is direct.  Returns 1 when it did.  Costs
  * two loads when nothing changed: the direct post paths call it. */

@@ -203,8 +203,12 @@ int jst_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if (rc || shim_busy)
 		return rc;
 	q = shim_qp_find_sure(qp->context, qp->qp_num);
-	if (q)
+	if (q) {
 		shim_client_qp_modified(q, attr, mask);
+		/* natively RESET discards every outstanding WR */
+		if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+			shim_pace_qp_reset(q);
+	}
 	return rc;
 }
 

@@ -75,6 +75,7 @@ static int replay(void *arg)
 	int rc;
 
 	rc = wrbuf_replay(&q->wrb, r->qpx, &q->orig);
+	shim_pace_posted_direct(q);
 	if (rc)
 		return rc;
 	n = stats_account_wr_api(&q->st, wrbuf_list(&q->wrb), NULL, &bytes);
@@ -113,6 +114,7 @@ static int w_complete(struct ibv_qp_ex *qpx)
 		rc = complete_buffered(q, qpx);
 	} else {
 		rc = ORIG(q, wr_complete)(qpx);
+		shim_pace_posted_direct(q);
 		n = stats_batch_commit(&q->st, &q->batch, rc, &bytes);
 		shim_ops_publish(q, n, bytes);
 		shim_pace_charge(q, n, bytes);

@@ -87,6 +87,13 @@ struct shim_qp {
 	pthread_mutex_t lock;                 /* backlog; initialised once */
 	struct pend_wr *bl_head, *bl_tail;
 	size_t bl_len;
+	/* ordering of split chunks behind the application QP's own WRs
+	 * (pace.c, "Order"): anything posted on it since the last barrier
+	 * completed; a barrier in flight; give up waiting for it then */
+	_Atomic int ord_dirty;
+	int ord_barrier;
+	int ord_blind;                        /* a barrier never came back */
+	uint64_t ord_deadline_ns;
 	int busy;                             /* on the progress thread's list */
 	struct shim_split split;              /* split.c */
 	struct classify_state classify;       /* classify.c */

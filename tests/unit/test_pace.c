@@ -28,6 +28,7 @@ static struct {
 	char inline_seen[MAXW][8];
 	int n, fail_from;
 	int complete_split, split_done; /* chunks on split_qp: complete them? */
+	int complete_app, app_done;     /* WRs on the application's QP */
 } prov = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_from = -1 };
 
 static uint64_t mono(void)
@@ -62,10 +63,36 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
+static struct ibv_cq cq;
+static struct ibv_qp qp;
+
+/* The application's CQ: every WR posted on its QP completes, in order. */
+static int fake_poll_app_cq(int n, struct ibv_wc *wc)
+{
+	int got = 0;
+
+	pthread_mutex_lock(&prov.lock);
+	for (; prov.complete_app && prov.app_done < prov.n && prov.app_done < MAXW && got < n;
+	     prov.app_done++) {
+		if (prov.qp[prov.app_done] != &qp)
+			continue;
+		memset(&wc[got], 0, sizeof(wc[got]));
+		wc[got].wr_id = prov.wr_id[prov.app_done];
+		wc[got].status = IBV_WC_SUCCESS;
+		wc[got].opcode = IBV_WC_RDMA_WRITE;
+		wc[got].qp_num = qp.qp_num;
+		got++;
+	}
+	pthread_mutex_unlock(&prov.lock);
+	return got;
+}
+
 static int fake_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc)
 {
 	int got = 0;
 
+	if (c == &cq)
+		return fake_poll_app_cq(n, wc);
 	if (c != &split_cq)
 		return 0;
 	pthread_mutex_lock(&prov.lock);
@@ -95,8 +122,6 @@ static int provider_count(void)
 
 static struct ibv_device fake_dev = { .name = "fake0" };
 static struct verbs_context vctx;
-static struct ibv_cq cq;
-static struct ibv_qp qp;
 static struct {
 	struct jst_shm_global g;
 	struct jst_flow_ctl slot[1];
@@ -129,6 +154,8 @@ static int setup(void **state)
 	prov.fail_from = -1;
 	prov.complete_split = 0;
 	prov.split_done = 0;
+	prov.complete_app = 0;
+	prov.app_done = 0;
 	pthread_mutex_unlock(&prov.lock);
 	memset(&gseg, 0, sizeof(gseg));
 	memset(&cseg, 0, sizeof(cseg));
@@ -287,16 +314,10 @@ static void daemon_gone_fails_open(void **state)
 	assert_int_equal(provider_count(), 6);
 }
 
-/* A split message has chunks in flight when the daemon goes away: the WRs
- * posted next, now unpaced, still wait behind the message's last chunk. */
-static void fail_open_keeps_order_behind_split(void **state)
+/* Give @q a connected split QP (the fake one) and a flow split at 1000 B,
+ * paced at 1 GB/s. */
+static void use_split_qp(void)
 {
-	struct ibv_sge sge = { .addr = 0x1000, .length = 4000 };
-	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
-	struct ibv_send_wr *bad = NULL;
-	struct ibv_wc wc[4];
-
 	memset(&split_cq, 0, sizeof(split_cq));
 	split_cq.context = &vctx.context;
 	memset(&split_qp, 0, sizeof(split_qp));
@@ -313,9 +334,38 @@ static void fail_open_keeps_order_behind_split(void **state)
 	atomic_store(&gseg.slot[0].rate_bps, 8000000000ull);
 	shim_pace_update(q);
 	assert_int_equal(atomic_load(&q->direct), 0);
+}
 
-	/* four chunks: three on the split QP now, the last when they are done */
+static void drop_split_qp(void)
+{
+	pthread_mutex_lock(&q->lock);
+	fin_drop_all(&q->split.msg);
+	memset(&q->split, 0, sizeof(q->split));
+	q->split.peer_split_qpn = -1;
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* One WRITE of @len bytes, id @id. */
+static void post_one_write(uint64_t id, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = len };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = 0x80000, .rkey = 9 } };
+	struct ibv_send_wr *bad = NULL;
+
 	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+}
+
+/* A split message has chunks in flight when the daemon goes away: the WRs
+ * posted next, now unpaced, still wait behind the message's last chunk. */
+static void fail_open_keeps_order_behind_split(void **state)
+{
+	struct ibv_wc wc[4];
+
+	use_split_qp();
+	/* four chunks: three on the split QP now, the last when they are done */
+	post_one_write(7, 4000);
 	assert_int_equal(provider_count(), 3);
 	for (int i = 0; i < 3; i++)
 		assert_ptr_equal(prov.qp[i], &split_qp);
@@ -339,12 +389,113 @@ static void fail_open_keeps_order_behind_split(void **state)
 	assert_int_equal(prov.wr_id[5], 51);
 	post_n(1, 60, 100); /* the backlog is gone: straight through */
 	assert_int_equal(provider_count(), 7);
+	drop_split_qp();
+}
 
-	pthread_mutex_lock(&q->lock);
-	fin_drop_all(&q->split.msg);
-	memset(&q->split, 0, sizeof(q->split));
-	q->split.peer_split_qpn = -1;
-	pthread_mutex_unlock(&q->lock);
+/* A WR went on the application's QP before a split message: the chunks,
+ * on another QP, wait for a barrier behind it to complete, whose completion
+ * the application's ibv_poll_cq drops (its own comes through), then go at
+ * once; the message's final chunk goes last.  (Without the barrier a small
+ * WRITE then a large READ of the same bytes could read stale data.) */
+static void split_waits_for_earlier_wrs(void **state)
+{
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	use_split_qp();
+	post_one_write(5, 100);   /* whole, straight to the provider */
+	post_one_write(7, 4000);  /* four chunks */
+	assert_int_equal(provider_count(), 2);
+	assert_ptr_equal(prov.qp[1], &qp);  /* the barrier, not a chunk */
+	assert_int_equal(prov.len[1], 0);
+	assert_true(prov.wr_id[1] & 1);
+	usleep(20000);
+	assert_int_equal(provider_count(), 2); /* nothing overtakes it */
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_app = 1;
+	pthread_mutex_unlock(&prov.lock);
+	got = ibv_poll_cq(&cq, 8, wc);
+	assert_int_equal(got, 1);           /* the app's WRITE; the barrier dropped */
+	assert_int_equal(wc[0].wr_id, 5);
+	assert_int_equal(provider_count(), 5); /* the chunks went from that poll */
+	for (int i = 2; i < 5; i++)
+		assert_ptr_equal(prov.qp[i], &split_qp);
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 3000 && provider_count() < 6; i++) {
+		got = ibv_poll_cq(&cq, 8, wc);
+		usleep(1000);
+	}
+	assert_int_equal(provider_count(), 6);
+	assert_ptr_equal(prov.qp[5], &qp);
+	assert_int_equal(prov.wr_id[5], 7);
+	assert_int_equal(atomic_load(&q->st.split[SPLITMSG_ONE_SIDED]), 1);
+	drop_split_qp();
+}
+
+/* The barrier never comes back (the application polls its CQ some other
+ * way): after ORDER_WAIT_NS the message goes whole, in order, and so do
+ * later ones without another wait. */
+static void barrier_lost_sends_whole(void **state)
+{
+	use_split_qp();
+	post_one_write(5, 100);
+	post_one_write(7, 4000);
+	assert_int_equal(provider_count(), 2);
+	for (int i = 0; i < 3000 && provider_count() < 3; i++)
+		usleep(1000);
+	assert_int_equal(provider_count(), 3);
+	assert_ptr_equal(prov.qp[2], &qp);
+	assert_int_equal(prov.wr_id[2], 7);
+	assert_int_equal(prov.len[2], 4000);
+	post_one_write(8, 4000);
+	wait_for(4);
+	assert_int_equal(provider_count(), 4);
+	assert_ptr_equal(prov.qp[3], &qp);
+	assert_int_equal(prov.len[3], 4000);
+	assert_int_equal(atomic_load(&q->st.split[SPLITMSG_ONE_SIDED]), 0);
+	drop_split_qp();
+}
+
+/* RESET with chunks in flight and WRs queued: all of it is gone, as the
+ * provider's WRs are, and the QP works again right away. */
+static void reset_drops_backlog_and_chunks(void **state)
+{
+	use_split_qp();
+	post_one_write(7, 4000);         /* three chunks in flight, never done */
+	post_n(2, 50, 100);              /* queued behind it */
+	assert_int_equal(provider_count(), 3);
+	assert_true(atomic_load(&shim_pace_queued) > 0);
+	shim_pace_qp_reset(q);
+	assert_null(q->bl_head);
+	assert_int_equal(q->bl_len, 0);
+	assert_int_equal(q->busy, 0);
+	assert_int_equal(atomic_load(&shim_pace_queued), 0);
+	post_n(1, 60, 100);
+	assert_int_equal(provider_count(), 4); /* straight through */
+	assert_int_equal(prov.wr_id[3], 60);
+	drop_split_qp();
+}
+
+/* A direct QP (pace mode off: no flags) notices the daemon's mode change
+ * on its next post (mode_gen), with no progress thread needed. */
+static void mode_change_seen_on_post(void **state)
+{
+	uint32_t gen = atomic_load(&gseg.g.mode_gen);
+
+	atomic_store(&gseg.slot[0].flags, 0);
+	atomic_store(&gseg.g.mode_gen, gen + 1);
+	post_n(3, 1, 1000000);  /* seconds at 1 MB/s, but unpaced now */
+	assert_int_equal(provider_count(), 3);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	assert_int_equal(atomic_load(&q->st.held), 0);
+	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
+	atomic_store(&gseg.g.mode_gen, gen + 2);
+	post_n(3, 10, 1000000); /* paced again: held */
+	assert_int_equal(atomic_load(&q->direct), 0);
+	assert_true(provider_count() < 6);
+	assert_true(atomic_load(&q->st.held) >= 2);
 }
 
 /* fork() while a thread holds the QP's lock, with a backlog: the child
@@ -424,12 +575,26 @@ static void backlog_split_when_chunk_shrinks(void **state)
 	/* a latency flow registered: 4 KiB chunks, and a faster rate */
 	atomic_store(&gseg.slot[0].chunk_bytes, 4096);
 	atomic_store(&gseg.slot[0].rate_bps, 8000000000ull);
-	wait_for(1 + SPLIT_WINDOW);
+	/* not before the first message is known done: a barrier behind it */
+	wait_for(2);
+	assert_int_equal(provider_count(), 2);
+	assert_int_equal(prov.qpn[1], 21);
+	assert_int_equal(prov.len[1], 0);
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_app = 1;
+	pthread_mutex_unlock(&prov.lock);
+	{
+		struct ibv_wc wc[4];
+
+		assert_int_equal(ibv_poll_cq(&cq, 4, wc), 1); /* the first; not the barrier */
+		assert_int_equal(wc[0].wr_id, 1);
+	}
+	wait_for(2 + SPLIT_WINDOW);
 	usleep(20000);
 	/* the second message goes in chunks on the split QP, a window of them
 	 * (the fake provider never completes them) */
-	assert_int_equal(provider_count(), 1 + SPLIT_WINDOW);
-	for (int i = 1; i <= SPLIT_WINDOW; i++) {
+	assert_int_equal(provider_count(), 2 + SPLIT_WINDOW);
+	for (int i = 2; i < 2 + SPLIT_WINDOW; i++) {
 		assert_int_equal(prov.qpn[i], 22);
 		assert_int_equal(prov.len[i], 4096);
 	}
@@ -455,6 +620,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
+		cmocka_unit_test_setup_teardown(split_waits_for_earlier_wrs, setup, teardown),
+		cmocka_unit_test_setup_teardown(barrier_lost_sends_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(reset_drops_backlog_and_chunks, setup, teardown),
+		cmocka_unit_test_setup_teardown(mode_change_seen_on_post, setup, teardown),
 	};
 
 	setenv("JUSTITIA_SOCKET", "/nonexistent/justitiad.sock", 1);

@@ -1,0 +1,173 @@
+#!/bin/bash
+# vm-pacing.sh: what pacing costs and what it shares, plain vs Justitia, in
+# one boot of the Soft-RoCE guest (make bench runs it through justitia-vm
+# --rxe).  Numbers only, never pass/fail.  Two daemons as on two hosts
+# (default pace_mode "auto", chunk_default 1 MiB, chunk_latency 5 KiB),
+# every perftest process preloaded in the Justitia runs.  Each setting
+# alternates plain / Justitia ROUNDS times so a slow moment of the emulated
+# host hurts both alike; medians and their ratio are printed.
+#
+#   lone      1 MiB ib_write_bw, ib_read_bw, ib_send_bw; qperf rc_bw and
+#             rc_rdma_write_bw (64 KiB): no latency flow (pace mode off)
+#   latency   1 MiB ib_write_bw while a latency flow is registered (mode
+#             protect): achieved rate / the rate the daemon granted
+#   two       1 MiB + 64 KiB ib_write_bw at once (mode share): each and sum
+#   tput      64 B ib_write_bw (throughput) next to a 1 MiB elephant: ops/s
+set -u
+cd "$(dirname "$0")/../.."
+D=$PWD/build/justitiad
+C=$PWD/build/justctl
+R=$PWD/build/tests/flowreg
+SHIM=$PWD/build/libjustitia.so
+O=${BENCH_OUT:-/tmp/vm-pacing}
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-5}
+mkdir -p "$O"
+JV_RESULTS=/dev/null JV_OUT=$O . tests/vm/lib.sh
+
+for n in 0 1; do
+	dev=RXE_DEV$n
+	cat >"$O/jd$n.json" <<EOT
+{ "runtime_dir": "/run/jp$n", "log_level": "warn", "qpwatch": false,
+  "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID } ] }
+EOT
+	"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
+	eval "JD$n=$!"
+done
+for n in 0 1; do
+	for _ in $(seq 100); do [ -S /run/jp$n/justitiad.sock ] && break; sleep 0.05; done
+done
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
+
+# pre SIDE MODE: the command prefix of one side (0 server, 1 client)
+pre() {
+	[ "$2" = plain ] && return
+	echo "env LD_PRELOAD=$SHIM JUSTITIA_SOCKET=/run/jp$1/justitiad.sock"
+}
+
+# perf TOOL SIZE MODE TAG [EXTRA...]: one perftest pair, rxe1 -> rxe0, in
+# the background; its client's output in $O/TAG.cli.  Sets PF_SRV PF_CLI.
+perf() {
+	local tool=$1 size=$2 mode=$3 tag=$4 port=$((19000 + RANDOM % 900))
+	shift 4
+	timeout $((SECS + 60)) $(pre 0 "$mode") $tool -d "$RXE_DEV0" -x "$RXE_GID" -p $port \
+		-s "$size" -D "$SECS" "$@" >"$O/$tag.srv" 2>&1 &
+	PF_SRV=$!
+	wait_port $port 30 $PF_SRV >/dev/null 2>&1
+	timeout $((SECS + 60)) $(pre 1 "$mode") $tool -d "$RXE_DEV1" -x "$RXE_GID" -p $port \
+		-s "$size" -D "$SECS" "$@" "$RXE_IP0" >"$O/$tag.cli" 2>&1 &
+	PF_CLI=$!
+}
+# col TAG SIZE N: column N of perftest's result line (4: MB/s, 5: Mpps)
+col() { awk -v s="$2" -v c="$3" '$1 == s { print $c; ok = 1 } END { if (!ok) print 0 }' "$O/$1.cli"; }
+
+one() { # TOOL SIZE MODE: MB/s of a lone flow
+	perf "$1" "$2" "$3" lone
+	wait $PF_CLI
+	wait $PF_SRV
+	col lone "$2" 4
+}
+
+qperf_one() { # TEST MODE: MB/s
+	local srv out
+	$(pre 0 "$2") qperf >/dev/null 2>&1 &
+	srv=$!
+	sleep 1
+	out=$(timeout $((SECS + 30)) $(pre 1 "$2") qperf -cm1 -t "$SECS" -m 64K "$RXE_IP0" "$1" 2>&1)
+	kill $srv 2>/dev/null
+	wait $srv 2>/dev/null
+	echo "$out" | awk '/bw *=/ { v = $3; u = $4; if (u ~ /^GB/) v *= 1000; if (u ~ /^KB/) v /= 1000; print v; ok = 1 } END { if (!ok) print 0 }'
+}
+
+echo "== vm-pacing: $ROUNDS rounds of $SECS s, plain then Justitia (mode auto)"
+printf '%-34s %10s %10s %7s\n' setting plain justitia ratio
+row() { printf '%-34s %10s %10s %7s\n' "$1" "$2" "$3" "$(ratio "$3" "$2")"; }
+
+for t in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_send_bw 1048576"; do
+	set -- $t
+	: >"$O/p"; : >"$O/j"
+	for _ in $(seq "$ROUNDS"); do
+		one "$1" "$2" plain >>"$O/p"
+		one "$1" "$2" justitia >>"$O/j"
+	done
+	row "lone $1 1M (MB/s)" "$(median <"$O/p")" "$(median <"$O/j")"
+done
+for t in rc_bw rc_rdma_write_bw; do
+	: >"$O/p"; : >"$O/j"
+	for _ in $(seq "$ROUNDS"); do
+		qperf_one $t plain >>"$O/p"
+		qperf_one $t justitia >>"$O/j"
+	done
+	row "lone qperf $t 64K (MB/s)" "$(median <"$O/p")" "$(median <"$O/j")"
+done
+
+# ---- a latency flow registered: the elephant against its grant
+: >"$O/a"; : >"$O/g"
+for _ in $(seq "$ROUNDS"); do
+	"$R" /run/jp1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t $((SECS + 8)) >/dev/null 2>&1 &
+	LAT=$!
+	sleep 1
+	perf ib_write_bw 1048576 justitia lat
+	g=0
+	for _ in $(seq $((SECS * 2))); do
+		v=$("$C" -s /run/jp1/justitiad.sock --json flows 2>/dev/null |
+			jq '[.flows[] | select(.comm == "ib_write_bw") | .paced_rate_bps // 0] | max // 0')
+		[[ $v =~ ^[0-9]+$ ]] && ((v > 0)) && g=$v
+		sleep 0.5
+	done
+	wait $PF_CLI
+	wait $PF_SRV
+	kill $LAT 2>/dev/null
+	wait $LAT 2>/dev/null
+	col lat 1048576 4 >>"$O/a"
+	awk -v g="$g" 'BEGIN { printf "%.2f\n", g / 8e6 }' >>"$O/g"
+done
+a=$(median <"$O/a")
+g=$(median <"$O/g")
+printf '%-34s %10s %10s %7s\n' "latency flow: achieved / granted" "$a" "$g" "$(ratio "$a" "$g")"
+
+# ---- two bandwidth flows, 1 MiB and 64 KiB: shares and aggregate
+two() { # MODE: prints "big small"
+	local s1 c1
+	perf ib_write_bw 1048576 "$1" big
+	s1=$PF_SRV c1=$PF_CLI
+	perf ib_write_bw 65536 "$1" small
+	wait $c1 $PF_CLI
+	wait $s1 $PF_SRV
+	echo "$(col big 1048576 4) $(col small 65536 4)"
+}
+: >"$O/pb"; : >"$O/ps"; : >"$O/jb"; : >"$O/js"; : >"$O/pa"; : >"$O/ja"
+for _ in $(seq "$ROUNDS"); do
+	read -r b s < <(two plain)
+	echo "$b" >>"$O/pb"; echo "$s" >>"$O/ps"; awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/pa"
+	read -r b s < <(two justitia)
+	echo "$b" >>"$O/jb"; echo "$s" >>"$O/js"; awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/ja"
+done
+row "two flows: 1 MiB (MB/s)" "$(median <"$O/pb")" "$(median <"$O/jb")"
+row "two flows: 64 KiB (MB/s)" "$(median <"$O/ps")" "$(median <"$O/js")"
+row "two flows: aggregate (MB/s)" "$(median <"$O/pa")" "$(median <"$O/ja")"
+printf '%-34s %10s %10s\n' "two flows: 64K / 1M share" \
+	"$(ratio "$(median <"$O/ps")" "$(median <"$O/pb")")" \
+	"$(ratio "$(median <"$O/js")" "$(median <"$O/jb")")"
+
+# ---- a 64 B throughput flow next to a 1 MiB elephant
+tput() { # MODE: prints the 64 B flow's Mpps
+	local s1 c1
+	perf ib_write_bw 1048576 "$1" ele
+	s1=$PF_SRV c1=$PF_CLI
+	perf ib_write_bw 64 "$1" tp
+	wait $c1 $PF_CLI
+	wait $s1 $PF_SRV
+	col tp 64 5
+}
+: >"$O/p"; : >"$O/j"
+for _ in $(seq "$ROUNDS"); do
+	tput plain >>"$O/p"
+	tput justitia >>"$O/j"
+done
+row "64 B next to elephant (Mpps)" "$(median <"$O/p")" "$(median <"$O/j")"
+
+kill -TERM "$JD0" "$JD1" 2>/dev/null
+wait "$JD0" "$JD1" 2>/dev/null

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+/* Applications in the model, and the model-side stand-in for the shim's
+ * splitting and pacing (see sim_flow.h). */
+#include "sim_flow.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "bucket.h"
+#include "sim_util.h"
+#include "sim_verbs.h"
+
+#define ID_SPLIT (1ull << 63)        /* wr_id of a split chunk */
+#define POLL_BATCH 32
+
+static void pump(struct sim_flow *f);
+
+static uint64_t now_of(struct sim_flow *f)
+{
+	return sim_verbs_now(f->ctx);
+}
+
+static int post(struct sim_flow *f, struct ibv_qp *qp, uint64_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = (uint32_t)len, .lkey = 1 };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = f->c.opcode, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	int rc;
+
+	if (f->c.opcode == IBV_WR_RDMA_WRITE || f->c.opcode == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = 0x2000;
+		wr.wr.rdma.rkey = 2;
+	}
+	rc = ibv_post_send(qp, &wr, &bad);
+	if (rc)
+		f->errors++;
+	return rc;
+}
+
+/* ------------------------------------------------- the pacer (stand-in) */
+/* 0 when @bytes (or one op) may go now, else it scheduled a retry. */
+static void wake(void *arg, uint64_t u)
+{
+	struct sim_flow *f = arg;
+
+	f->pace.wake_pending = false;
+	pump(f);
+}
+
+static bool pace_take(struct sim_flow *f, uint64_t bytes)
+{
+	struct sim_pacer *p = &f->pace;
+	uint64_t cost, wait;
+
+	if (!p->managed)
+		return true;
+	cost = f->c.kind == SIM_FLOW_TPUT ? bucket_cost_ops_ns(1, p->ops_per_s)
+					  : bucket_cost_ns(bytes, p->rate_bps);
+	wait = bucket_take(&p->vtime, now_of(f), cost, p->burst_ns);
+	if (!wait)
+		return true;
+	if (!p->wake_pending) {
+		p->wake_pending = true;
+		sim_evq_after(sim_verbs_evq(f->ctx), wait, wake, f, 0);
+	}
+	return false;
+}
+
+static bool splits(const struct sim_flow *f)
+{
+	return f->pace.managed && f->pace.chunk && f->split_qp &&
+	       (f->c.opcode == IBV_WR_RDMA_WRITE || f->c.opcode == IBV_WR_RDMA_READ);
+}
+
+/* Post what the application queued, as the pacer allows. */
+static void pump_bw(struct sim_flow *f)
+{
+	uint64_t len = f->c.msg_bytes;
+
+	for (;;) {
+		if (!f->msg_open) {
+			if (!f->backlog)
+				return;
+			if (!splits(f) || len <= f->pace.chunk) {
+				if (!pace_take(f, len))
+					return;
+				f->backlog--;
+				post(f, f->qp, len, f->next_id++);
+				continue;
+			}
+			f->backlog--;
+			f->msg_open = true;
+			f->msg_off = 0;
+		}
+		if (len - f->msg_off > f->pace.chunk) {
+			/* a split chunk: on the split QP, a window at a time */
+			if (f->chunks_inflight >= f->pace.window || !pace_take(f, f->pace.chunk))
+				return;
+			post(f, f->split_qp, f->pace.chunk, ID_SPLIT | f->next_id++);
+			f->msg_off += f->pace.chunk;
+			f->chunks_inflight++;
+			continue;
+		}
+		/* the last chunk, on the application's QP, once the others completed */
+		if (f->chunks_inflight || !pace_take(f, len - f->msg_off))
+			return;
+		post(f, f->qp, len - f->msg_off, f->next_id++);
+		f->msg_open = false;
+	}
+}
+
+static void pump(struct sim_flow *f)
+{
+	if (!f->started)
+		return;
+	switch (f->c.kind) {
+	case SIM_FLOW_LAT:
+		if (f->outstanding)
+			return;
+		f->outstanding = 1;
+		f->post_ns = now_of(f);
+		post(f, f->qp, f->c.msg_bytes, f->next_id++);
+		return;
+	case SIM_FLOW_BW:
+		while (f->outstanding < f->c.depth) {
+			f->outstanding++;
+			f->backlog++;
+		}
+		pump_bw(f);
+		return;
+	case SIM_FLOW_TPUT:
+		if (!f->outstanding && !f->tput_left)
+			f->tput_left = f->c.batch;
+		while (f->tput_left && pace_take(f, f->c.msg_bytes)) {
+			f->tput_left--;
+			f->outstanding++;
+			post(f, f->qp, f->c.msg_bytes, f->next_id++);
+		}
+		return;
+	}
+}
+
+/* ------------------------------------------------- completions */
+static void add_lat(struct sim_flow *f, uint64_t ns)
+{
+	if (f->n_lat == f->cap_lat) {
+		f->cap_lat = f->cap_lat ? 2 * f->cap_lat : 4096;
+		f->lat = sim_realloc(f->lat, f->cap_lat * sizeof(*f->lat));
+	}
+	f->lat[f->n_lat++] = ns;
+}
+
+static void completed(struct sim_flow *f, const struct ibv_wc *wc)
+{
+	uint64_t now = now_of(f);
+
+	if (wc->status != IBV_WC_SUCCESS)
+		f->errors++;
+	if (wc->wr_id & ID_SPLIT) {
+		f->chunks_inflight--;
+		return;
+	}
+	f->outstanding--;
+	f->tot_bytes += f->c.msg_bytes;
+	f->tot_msgs++;
+	if (now < f->meas_start)
+		return;
+	f->msgs++;
+	f->bytes += f->c.msg_bytes;
+	if (f->c.kind == SIM_FLOW_LAT && f->post_ns >= f->meas_start)
+		add_lat(f, now - f->post_ns);
+}
+
+static void poll_ev(void *arg, uint64_t u)
+{
+	struct sim_flow *f = arg;
+	struct ibv_wc wc[POLL_BATCH];
+	int n;
+
+	f->poll_pending = false;
+	while ((n = ibv_poll_cq(f->cq, POLL_BATCH, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			completed(f, &wc[i]);
+	pump(f);
+}
+
+static void notify(void *arg)
+{
+	struct sim_flow *f = arg;
+
+	if (f->poll_pending)
+		return;
+	f->poll_pending = true;
+	sim_evq_after(sim_verbs_evq(f->ctx), 0, poll_ev, f, 0);
+}
+
+/* The responder re-posts every receive it consumed (SEND flows). */
+static void peer_notify(void *arg)
+{
+	struct sim_flow *f = arg;
+	struct ibv_wc wc[POLL_BATCH];
+	int n;
+
+	while ((n = ibv_poll_cq(f->rcq, POLL_BATCH, wc)) > 0)
+		for (int i = 0; i < n; i++) {
+			struct ibv_recv_wr rw = { .wr_id = wc[i].wr_id }, *bad;
+
+			ibv_post_recv(f->peer_qp, &rw, &bad);
+		}
+}
+
+/* ------------------------------------------------- setup */
+static struct ibv_qp *mk_qp(struct ibv_context *ctx, struct ibv_cq *scq, struct ibv_cq *rcq,
+			    uint32_t depth)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_RC, .send_cq = scq, .recv_cq = rcq,
+		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+	};
+
+	return ibv_create_qp_ex(ctx, &a); /* through verbs_context.create_qp_ex */
+}
+
+static void start_ev(void *arg, uint64_t u)
+{
+	struct sim_flow *f = arg;
+
+	f->started = true;
+	pump(f);
+}
+
+struct sim_flow *sim_flow_new(struct ibv_context **ctxs, const struct sim_flow_cfg *c,
+			      uint32_t id, bool managed)
+{
+	struct sim_flow *f = sim_zalloc(sizeof(*f));
+	uint32_t depth;
+	int cqe;
+
+	f->c = *c;
+	if (!f->c.depth)
+		f->c.depth = 1;
+	if (!f->c.batch)
+		f->c.batch = 1;
+	if (!f->c.opcode)
+		f->c.opcode = IBV_WR_RDMA_WRITE;  /* 0 is IBV_WR_RDMA_WRITE anyway */
+	f->id = id;
+	f->ctx = ctxs[c->src];
+	f->pace = (struct sim_pacer){ .managed = managed && c->kind != SIM_FLOW_LAT,
+				      .window = SIM_SPLIT_WINDOW, .burst_ns = SIM_PACE_BURST_NS };
+	depth = f->c.depth + f->c.batch + 4;
+	cqe = (int)(depth + SIM_SPLIT_WINDOW + 8);
+	f->cq = sim_verbs_create_cq(f->ctx, cqe);
+	f->rcq = sim_verbs_create_cq(ctxs[c->dst], 4 * (int)depth);
+	sim_verbs_cq_notify(f->cq, notify, f);
+	sim_verbs_cq_notify(f->rcq, peer_notify, f);
+	f->qp = mk_qp(f->ctx, f->cq, f->cq, depth);
+	f->peer_qp = mk_qp(ctxs[c->dst], f->rcq, f->rcq, depth);
+	sim_verbs_connect(f->qp, f->peer_qp);
+	if (f->pace.managed && c->kind == SIM_FLOW_BW) {
+		f->split_qp = mk_qp(f->ctx, f->cq, f->cq, SIM_SPLIT_WINDOW + 4);
+		f->peer_split_qp = mk_qp(ctxs[c->dst], f->rcq, f->rcq, SIM_SPLIT_WINDOW + 4);
+		sim_verbs_connect(f->split_qp, f->peer_split_qp);
+	}
+	if (f->c.opcode == IBV_WR_SEND)
+		for (uint32_t i = 0; i < 2 * depth; i++) {
+			struct ibv_recv_wr rw = { .wr_id = i }, *bad;
+
+			ibv_post_recv(f->peer_qp, &rw, &bad);
+		}
+	sim_evq_at(sim_verbs_evq(f->ctx), c->start_ns, start_ev, f, 0);
+	return f;
+}
+
+void sim_flow_free(struct sim_flow *f)
+{
+	if (!f)
+		return;
+	sim_verbs_destroy_qp(f->qp);
+	sim_verbs_destroy_qp(f->peer_qp);
+	sim_verbs_destroy_qp(f->split_qp);
+	sim_verbs_destroy_qp(f->peer_split_qp);
+	sim_verbs_destroy_cq(f->cq);
+	sim_verbs_destroy_cq(f->rcq);
+	free(f->lat);
+	free(f);
+}
+
+void sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk)
+{
+	if (!f->pace.managed)
+		return;
+	f->pace.rate_bps = rate_bps;
+	f->pace.ops_per_s = ops_per_s;
+	f->pace.chunk = chunk;
+	pump(f);
+}
+
+bool sim_flow_active(const struct sim_flow *f)
+{
+	return f->outstanding || f->backlog || f->msg_open;
+}
+
+void sim_flow_measure(struct sim_flow *f, uint64_t now)
+{
+	f->meas_start = now;
+	f->bytes = f->msgs = 0;
+	f->n_lat = 0;
+}

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/* The daemon's pace modes in the model (see sim_share.h). */
+#include "sim_share.h"
+
+#include <string.h>
+
+#include "daemon/config.h"
+#include "sim_util.h"
+
+void sim_share_init(struct sim_share *s, uint32_t n, int min_mode, uint64_t max_rate_bps,
+		    uint64_t token_bytes, uint64_t token_ops)
+{
+	memset(s, 0, sizeof(*s));
+	s->mode = -1;
+	s->min_mode = min_mode;
+	s->max_rate_bps = max_rate_bps;
+	s->ops_per_bit = token_bytes ? (double)token_ops / (8.0 * (double)token_bytes) : 0;
+	s->sf = sim_zalloc((n + 1) * sizeof(*s->sf));
+	s->b0 = sim_zalloc((n + 1) * sizeof(*s->b0));
+	s->o0 = sim_zalloc((n + 1) * sizeof(*s->o0));
+	s->meas_bps = sim_zalloc((n + 1) * sizeof(*s->meas_bps));
+	s->meas_ops = sim_zalloc((n + 1) * sizeof(*s->meas_ops));
+	s->sat = sim_zalloc((n + 1) * sizeof(*s->sat));
+}
+
+void sim_share_fini(struct sim_share *s)
+{
+	free(s->sf);
+	free(s->b0);
+	free(s->o0);
+	free(s->meas_bps);
+	free(s->meas_ops);
+	free(s->sat);
+	memset(s, 0, sizeof(*s));
+}
+
+static bool hungry(uint8_t cls)
+{
+	return cls == FLOW_CLASS_BANDWIDTH || cls == FLOW_CLASS_THROUGHPUT;
+}
+
+/* Every SHARE_WINDOW_NS: what each flow moved over the window. */
+static bool measure_window(struct sim_share *s, struct sim_flow **fl, uint32_t n, uint64_t now)
+{
+	uint64_t dt = now - s->win_t0;
+
+	if (s->win_t0 && dt < SHARE_WINDOW_NS)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		if (s->win_t0) {
+			s->meas_bps[i] = (uint64_t)((double)(fl[i]->tot_bytes - s->b0[i]) * 8e9 /
+						    (double)dt);
+			s->meas_ops[i] = (uint64_t)((double)(fl[i]->tot_msgs - s->o0[i]) * 1e9 /
+						    (double)dt);
+		}
+		s->b0[i] = fl[i]->tot_bytes;
+		s->o0[i] = fl[i]->tot_msgs;
+	}
+	s->win_t0 = now;
+	return true;
+}
+
+/* As bit/s of the token stream. */
+static double used_bps(const struct sim_share *s, uint8_t cls, uint32_t i)
+{
+	if (cls == FLOW_CLASS_THROUGHPUT)
+		return s->ops_per_bit > 0 ? (double)s->meas_ops[i] / s->ops_per_bit : 0;
+	return (double)s->meas_bps[i];
+}
+
+static double granted_bps(const struct sim_share *s, const struct sim_flow *f, uint8_t cls)
+{
+	if (cls == FLOW_CLASS_THROUGHPUT)
+		return s->ops_per_bit > 0 ? (double)f->pace.ops_per_s / s->ops_per_bit : 0;
+	return (double)f->pace.rate_bps;
+}
+
+static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t *cls,
+			struct tokens_flow *tf, uint32_t n, bool window_ended, bool entered)
+{
+	double w_act = 0, cap, cb = s->st.c_bps ? (double)s->st.c_bps : 1;
+	size_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (!hungry(cls[i]) || !tf[i].active)
+			continue;
+		s->sf[k++] = (struct share_flow){
+			.weight = tf[i].weight,
+			.granted = entered ? 0 : granted_bps(s, fl[i], cls[i]) / cb,
+			.used = used_bps(s, cls[i], i) / cb,
+			.satisfied = s->sat[i],
+		};
+	}
+	if (entered) {
+		double sum = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (hungry(cls[i]))
+				sum += used_bps(s, cls[i], i);
+		share_start(&s->st, sum > SHARE_MIN_BPS ? (uint64_t)sum
+				    : s->max_rate_bps ? s->max_rate_bps : SHARE_MIN_BPS,
+			    s->sf, k);
+	} else if (window_ended) {
+		share_update(&s->st, s->sf, k);
+	} else {
+		for (size_t j = 0; j < k; j++)
+			s->sf[j].frac = s->sf[j].granted;
+	}
+	for (size_t j = 0; j < k; j++)
+		w_act += s->sf[j].weight ? s->sf[j].weight : 1;
+	cap = (double)s->st.c_bps;
+	k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		double frac, w = tf[i].weight ? tf[i].weight : 1;
+
+		if (!hungry(cls[i]))
+			continue;
+		if (tf[i].active)
+			s->sat[i] = s->sf[k].satisfied;
+		frac = tf[i].active ? s->sf[k++].frac : 0;
+		if (frac <= 0)
+			frac = w / (w_act + w);
+		tf[i].wait_ns = tf[i].rate_bps = tf[i].ops_per_s = 0;
+		if (cls[i] == FLOW_CLASS_THROUGHPUT)
+			tf[i].ops_per_s = (uint64_t)(frac * cap * s->ops_per_bit) + 1;
+		else
+			tf[i].rate_bps = (uint64_t)(frac * cap) + 1;
+	}
+}
+
+int sim_share_step(struct sim_share *s, struct sim_flow **fl, const uint8_t *cls,
+		   struct tokens_flow *tf, uint32_t n, uint32_t n_lat, uint64_t now)
+{
+	bool window_ended = measure_window(s, fl, n, now), entered;
+	uint32_t competing = 0;
+	int mode;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (hungry(cls[i]) && tf[i].active)
+			competing++;
+	mode = n_lat ? JST_PACE_PROTECT : competing >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
+	if (mode < s->min_mode)
+		mode = s->min_mode;
+	entered = mode != s->mode;
+	if (entered) {
+		s->mode = mode;
+		s->mode_changes++;
+	}
+	if (mode == JST_PACE_OFF) {
+		for (uint32_t i = 0; i < n; i++)
+			tf[i].rate_bps = tf[i].ops_per_s = tf[i].wait_ns = 0;
+	} else if (mode == JST_PACE_SHARE) {
+		share_rates(s, fl, cls, tf, n, window_ended, entered);
+	}
+	return mode;
+}
