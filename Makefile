@@ -5,7 +5,8 @@
 #                             the Soft-RoCE VM; last line "N passed, N failed, N skipped"
 #   make check QUICK=1        unit tests only (VM tests skip; refused under CI=true)
 #   make demo                 the main job on the Soft-RoCE testbed
-#   make install              PREFIX DESTDIR SBINDIR BINDIR LIBDIR SYSTEMDUNITDIR MANDIR
+#   make install              PREFIX DESTDIR SBINDIR BINDIR LIBDIR SYSCONFDIR SYSTEMDUNITDIR MANDIR
+#                             (SYSCONFDIR/justitia/justitiad.json only if absent)
 #   make SANITIZE=address,undefined    make V=1    make WERROR=1
 .SUFFIXES:
 
@@ -61,7 +62,7 @@ COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/log.o
 DAEMON_SRCS := $(filter-out %.bpf.c,$(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
 DAEMON      := $(B)/justitiad
-DAEMON_LIBS := -lev -ljansson -libverbs -lbpf
+DAEMON_LIBS := -lev -ljansson -libverbs -lbpf -pthread
 JUSTCTL     := $(B)/justctl
 JUSTCTL_LIBS := -ljansson
 
@@ -130,7 +131,7 @@ $(DAEMON): $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
-$(JUSTCTL): $(B)/obj/tools/justctl.o $(COMMON_OBJS)
+$(JUSTCTL): $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_metrics.o $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
 
@@ -159,6 +160,17 @@ $(B)/tests/unit/test_controller: $(B)/obj/tests/unit/test_controller.o \
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
+
+# Tests that #include one daemon module (to reach its statics) and link the
+# daemon's other objects: test_ctl (ctl.c), test_refflow (refflow.c),
+# test_splitq (splitq.c), test_flows (flows.c).
+DAEMON_MODULE_TESTS := ctl refflow splitq flows
+$(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
+		$(B)/obj/tests/unit/test_%.o $(DAEMON_OBJS) $(COMMON_OBJS)
+	$(call msg,LD,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -o $@ $< $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/$*.o,$(DAEMON_OBJS)) \
+		$(COMMON_OBJS) $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
 
 # The model's test runs the model and the daemon modules: their objects.
 $(B)/tests/unit/test_sim: $(B)/obj/tests/unit/test_sim.o $(SIM_OBJS)
@@ -193,8 +205,9 @@ $(B)/bench/%: $(B)/obj/tests/bench/%.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
 
-# The controller's benchmark runs the daemon's own step: its objects, not main.o.
-$(B)/bench/bench_controller: $(B)/obj/tests/bench/bench_controller.o \
+# The controller's and the registry's benchmarks run the daemon's own code:
+# its objects, not main.o.
+$(B)/bench/bench_controller $(B)/bench/bench_flows: $(B)/bench/%: $(B)/obj/tests/bench/%.o \
 		$(filter-out $(B)/obj/daemon/main.o,$(DAEMON_OBJS)) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
@@ -222,7 +235,7 @@ $(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
-		-ljansson -lev
+		-ljansson -lev -pthread
 
 # ---------------------------------------------------------------- check / demo
 # Both README commands start by installing what is missing (tools/install-deps),
@@ -261,17 +274,32 @@ install: all
 		docs/qpwatch.md $(DESTDIR)$(PREFIX)/share/doc/justitia/
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 		systemd/justitiad.service > $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d
+	install -m 0644 systemd/justitiad.service.d/qpwatch.conf \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d/qpwatch.conf
+	install -m 0644 etc/justitiad.json \
+		$(DESTDIR)$(PREFIX)/share/doc/justitia/justitiad.json.example
+	# the example configuration, never over an existing one (justitiad.json(5))
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/justitia
+	test -e $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json || \
+		install -m 0644 etc/justitiad.json $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json
 	sed -e 's|@LIBDIR@|$(LIBDIR)|g' systemd/justitia-preload.conf.example \
 		> $(DESTDIR)$(PREFIX)/share/doc/justitia/justitia-preload.conf.example
+	sed -e 's|@BINDIR@|$(BINDIR)|g' systemd/justitia-metrics.service \
+		> $(DESTDIR)$(PREFIX)/share/doc/justitia/justitia-metrics.service
+	install -m 0644 systemd/justitia-metrics.timer $(DESTDIR)$(PREFIX)/share/doc/justitia/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so $(DESTDIR)$(SBINDIR)/justitiad \
 		$(DESTDIR)$(BINDIR)/justctl $(DESTDIR)$(MANDIR)/man7/libjustitia.7 \
 		$(DESTDIR)$(MANDIR)/man8/justitiad.8 $(DESTDIR)$(MANDIR)/man8/justctl.8 \
-		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service
+		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d/qpwatch.conf
+	-rmdir $(DESTDIR)$(SYSTEMDUNITDIR)/justitiad.service.d
 	rm -f $(DESTDIR)$(BINDIR)/justbench $(DESTDIR)$(MANDIR)/man1/justbench.1
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/justitia
 	-rmdir $(DESTDIR)$(LIBDIR)/justitia
+	@echo "uninstall: $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json is kept (configuration)"
 
 clean:
 	rm -rf $(B)

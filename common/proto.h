@@ -36,6 +36,7 @@
 #define PROTO_E_LIMIT "limit"
 #define PROTO_E_NOT_FOUND "not_found"
 #define PROTO_E_INTERNAL "internal"
+#define PROTO_E_TIMEOUT "timeout"
 
 /* A bounded line assembler for a non-blocking stream. */
 struct proto_linebuf {

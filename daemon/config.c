@@ -575,7 +575,38 @@ static int parse_value(struct ctx *x, const struct field *f, json_t *v, void *ds
 	return -EINVAL;
 }
 
-/* Every member of obj must be a field of s; each is stored at base + its offset. */
+/* A comment: any member whose name starts with "_comment" ("_comment",
+ * "_comment_peers"), in any object, holding a string or an array of strings.
+ * It is checked for type, otherwise ignored, and not dumped. */
+#define COMMENT_PREFIX "_comment"
+
+static bool is_comment_key(const char *key)
+{
+	return strncmp(key, COMMENT_PREFIX, sizeof(COMMENT_PREFIX) - 1) == 0;
+}
+
+static int check_comment(struct ctx *x, json_t *v)
+{
+	size_t i;
+	json_t *e;
+
+	if (json_is_string(v))
+		return 0;
+	if (!json_is_array(v))
+		return reject(x, false, "a comment must be a string or an array of strings, got %s",
+			      type_name(v));
+	json_array_foreach(v, i, e) {
+		if (!json_is_string(e)) {
+			push_index(x, i);
+			return reject(x, false, "a comment must be a string or an array of "
+				      "strings, got %s", type_name(e));
+		}
+	}
+	return 0;
+}
+
+/* Every member of obj must be a field of s (or a comment); each is stored at
+ * base + its offset. */
 static int parse_section(struct ctx *x, json_t *obj, const struct section *s, void *base)
 {
 	const char *key;
@@ -587,6 +618,14 @@ static int parse_section(struct ctx *x, json_t *obj, const struct section *s, vo
 	json_object_foreach(obj, key, v) {
 		const struct field *f = NULL;
 
+		if (is_comment_key(key)) {
+			push_key(x, key);
+			rc = check_comment(x, v);
+			if (rc)
+				return rc;
+			x->depth--;
+			continue;
+		}
 		for (size_t i = 0; i < s->n && !f; i++)
 			if (strcmp(s->fields[i].key, key) == 0)
 				f = &s->fields[i];
@@ -775,6 +814,15 @@ static int check_limits(struct ctx *x, json_t *obj, void *base)
 {
 	struct config_limits *l = base;
 
+	if (l->max_clients_per_uid > l->max_clients) {
+		if (json_object_get(obj, "max_clients_per_uid")) {
+			push_key(x, "max_clients_per_uid");
+			return reject(x, false, "%u is out of range (1..max_clients = %u)",
+				      l->max_clients_per_uid, l->max_clients);
+		}
+		l->max_clients_per_uid = l->max_clients;
+	}
+
 	if (l->max_flows_per_client <= l->max_flows)
 		return 0;
 	if (!json_object_get(obj, "max_flows_per_client")) {
@@ -864,10 +912,12 @@ static int check_config(struct ctx *x, json_t *obj, void *base)
 
 static const struct field limits_fields[] = {
 	{ "max_clients", T_INT, AT(struct config_limits, max_clients), 1, 65536 },
+	{ "max_clients_per_uid", T_INT, AT(struct config_limits, max_clients_per_uid), 1, 65536 },
 	{ "max_flows", T_INT, AT(struct config_limits, max_flows), 1, 1048576 },
 	{ "max_flows_per_client", T_INT, AT(struct config_limits, max_flows_per_client), 1,
 	  1048576 },
 	{ "max_request_bytes", T_INT, AT(struct config_limits, max_request_bytes), 256, 16 * MiB },
+	{ "idle_timeout_ms", T_INT, AT(struct config_limits, idle_timeout_ms), 100, 3600000 },
 };
 SECTION(limits, 0, NULL, check_limits);
 
@@ -975,7 +1025,8 @@ void config_init_defaults(struct config *c)
 		.state_dir = "/var/lib/justitia",
 		.log_level = CONFIG_LOG_INFO,
 		.qpwatch = true,
-		.limits = { .max_clients = 256, .max_flows = 4096, .max_flows_per_client = 1024,
+		.limits = { .max_clients = 256, .max_clients_per_uid = 128, .idle_timeout_ms = 10000,
+			    .max_flows = 4096, .max_flows_per_client = 1024,
 			    .max_request_bytes = 64 * KiB },
 		.reference = { .listen_address = "0.0.0.0", .listen_port = PEER_PORT,
 			       .period_us = 500, .window = 10000 },

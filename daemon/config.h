@@ -71,9 +71,11 @@ struct config_app_rule {
 
 struct config_limits {
 	uint32_t max_clients;
+	uint32_t max_clients_per_uid;
 	uint32_t max_flows;
 	uint32_t max_flows_per_client;
 	uint32_t max_request_bytes;
+	uint32_t idle_timeout_ms;
 };
 
 struct config_reference {

@@ -9,7 +9,9 @@
  * bounded, and a misbehaving client is disconnected, never trusted. */
 #include "ctl.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
@@ -29,9 +31,43 @@
 #define CLIENT_MAGIC 0x4354434cu /* "CTCL" */
 #define OUT_MAX (1u << 20)       /* buffered replies per client */
 #define READ_CHUNK 16384
-#define ROOT_RESERVE 4           /* connections beyond max_clients for uid 0 */
+#define ADMIN_RESERVE 8          /* connections beyond max_clients for administrators */
+#define OUT_TOTAL_MAX (32u << 20) /* buffered replies of all clients together */
+#define ACCEPT_BURST 64          /* connections accepted per wake-up */
+#define WARN_EVERY_NS 10000000000ull /* a repeated warning at most once per 10 s */
+
+enum { W_REFUSED, W_UNREAD, W_TOO_LARGE, W_TIMEOUT };
+#define FLOWS_PAGE_MAX 500       /* flows per reply: about 250 KiB, far below OUT_MAX */
 
 static void client_close(struct ctl_client *cl);
+
+/* A warning that clients can cause over and over: logged at once, then at
+ * most once per 10 s with the number of those not logged meanwhile. */
+static void warn_limited(struct ctl *c, int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void warn_limited(struct ctl *c, int kind, const char *fmt, ...)
+{
+	uint64_t now = daemon_now_ns();
+	char msg[256];
+	va_list ap;
+
+	if (c->warn[kind].last_ns && now - c->warn[kind].last_ns < WARN_EVERY_NS) {
+		c->warn[kind].suppressed++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->warn[kind].suppressed)
+		log_warnx("%s (and %llu more like it in the last %llu s)", msg,
+			  (unsigned long long)c->warn[kind].suppressed,
+			  (unsigned long long)((now - c->warn[kind].last_ns) / 1000000000ull));
+	else
+		log_warnx("%s", msg);
+	c->warn[kind].last_ns = now;
+	c->warn[kind].suppressed = 0;
+}
 
 /* ------------------------------------------------------------ output */
 
@@ -49,10 +85,15 @@ static void client_flush(struct ctl_client *cl)
 		}
 		memmove(cl->out, cl->out + n, cl->out_len - (size_t)n);
 		cl->out_len -= (size_t)n;
+		cl->ctl->out_total -= (size_t)n;
+		cl->stuck_ns = 0; /* progress */
 	}
 	if (cl->out_len) {
+		if (!cl->stuck_ns)
+			cl->stuck_ns = daemon_now_ns();
 		ev_io_start(cl->ctl->d->loop, &cl->ww);
 	} else {
+		cl->stuck_ns = 0;
 		ev_io_stop(cl->ctl->d->loop, &cl->ww);
 		if (cl->closing)
 			client_close(cl);
@@ -93,8 +134,11 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 		}
 		off = (size_t)n;
 	}
-	if (cl->out_len + len - off > OUT_MAX) {
-		log_warnx("pid %d does not read its replies; disconnecting", (int)cl->pid);
+	if (cl->out_len + len - off > OUT_MAX ||
+	    cl->ctl->out_total + len - off > OUT_TOTAL_MAX) {
+		warn_limited(cl->ctl, W_UNREAD,
+			     "pid %d (uid %u) does not read its replies (%zu bytes unsent); "
+			     "disconnecting", (int)cl->pid, (unsigned)cl->uid, cl->out_len);
 		free(line);
 		client_close(cl);
 		return;
@@ -114,6 +158,7 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 	if (len > off) /* sendmsg() may have taken it all: cl->out can still be NULL */
 		memcpy(cl->out + cl->out_len, line + off, len - off);
 	cl->out_len += len - off;
+	cl->ctl->out_total += len - off;
 	free(line);
 	client_flush(cl);
 }
@@ -219,22 +264,88 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 	return r;
 }
 
+static int cmp_flow_id(const void *a, const void *b)
+{
+	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "id"));
+	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "id"));
+
+	return (x > y) - (x < y);
+}
+
+/* One page of the flows: registered flows by id after "after", then (with
+ * "all") unmanaged QPs from index "unmanaged_from"; at most "limit"
+ * entries, so that a reply stays far below OUT_MAX whatever max_flows is.
+ * "next" holds what the following request adds, null on the last page. */
 static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
 {
-	json_t *r = proto_reply_ok(req);
+	struct daemon *d = cl->ctl->d;
+	json_int_t after = 0, um_from = -1, limit = FLOWS_PAGE_MAX;
+	json_t *id = NULL, *all_flows, *page, *next = json_null(), *r;
 	json_error_t err;
-	json_t *id = NULL;
 	int v, all = 0;
 	const char *cmd;
+	size_t n, i;
 
-	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?b}", "v", &v, "cmd", &cmd,
-			   "id", &id, "all", &all)) {
-		json_decref(r);
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?b, s?I, s?I, s?I}", "v", &v,
+			   "cmd", &cmd, "id", &id, "all", &all, "after", &after, "unmanaged_from",
+			   &um_from, "limit", &limit))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
+	if (after < 0 || after > UINT32_MAX || limit < 1 || limit > FLOWS_PAGE_MAX ||
+	    (json_object_get(req, "unmanaged_from") && (um_from < 0 || !all)))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST,
+					 "after 0..4294967295, limit 1..%d, unmanaged_from >= 0 "
+					 "(with all)", FLOWS_PAGE_MAX);
+	page = json_array();
+	if (um_from < 0) { /* the registered flows, in the order of their ids */
+		all_flows = flows_to_json(&d->flows);
+		n = json_array_size(all_flows);
+		{
+			json_t **byid = calloc(n ? n : 1, sizeof(*byid));
+
+			if (!byid) {
+				json_decref(all_flows);
+				json_decref(page);
+				return proto_reply_error(req, PROTO_E_INTERNAL, "out of memory");
+			}
+			for (i = 0; i < n; i++)
+				byid[i] = json_array_get(all_flows, i);
+			qsort(byid, n, sizeof(*byid), cmp_flow_id);
+			for (i = 0; i < n; i++) {
+				json_int_t fid = json_integer_value(json_object_get(byid[i], "id"));
+
+				if (fid <= after)
+					continue;
+				if ((json_int_t)json_array_size(page) == limit) {
+					json_int_t last = json_integer_value(json_object_get(
+						json_array_get(page, json_array_size(page) - 1), "id"));
+
+					next = json_pack("{s:I}", "after", last);
+					break;
+				}
+				json_array_append(page, byid[i]);
+			}
+			free(byid);
+		}
+		json_decref(all_flows);
+		um_from = 0;
 	}
-	json_object_set_new(r, "flows", flows_to_json(&cl->ctl->d->flows));
-	if (all && cl->ctl->d->qpw)
-		qpwatch_append_unmanaged(cl->ctl->d->qpw, json_object_get(r, "flows"));
+	if (json_is_null(next) && all && d->qpw) {
+		json_t *um = json_array();
+
+		qpwatch_append_unmanaged(d->qpw, um);
+		n = json_array_size(um);
+		for (i = (size_t)um_from; i < n; i++) {
+			if ((json_int_t)json_array_size(page) == limit) {
+				next = json_pack("{s:I}", "unmanaged_from", (json_int_t)i);
+				break;
+			}
+			json_array_append(page, json_array_get(um, i));
+		}
+		json_decref(um);
+	}
+	r = proto_reply_ok(req);
+	json_object_set_new(r, "flows", page);
+	json_object_set_new(r, "next", next);
 	return r;
 }
 
@@ -358,17 +469,23 @@ static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds
 	const char *cmd, *comm, *role;
 	json_t *id = NULL, *r;
 	json_error_t err;
-	int v, pid, rc;
+	json_int_t pid;
+	int v, rc;
 
-	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:i, s:s, s:s}", "v", &v,
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s:I, s:s, s:s}", "v", &v,
 			   "cmd", &cmd, "id", &id, "pid", &pid, "comm", &comm, "role", &role))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
 	if (strcmp(role, "shim"))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "unknown role");
 	if (cl->proc || cl->out_len)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello must come first, once");
+	if (cl->reserved)
+		return proto_reply_error(req, PROTO_E_LIMIT,
+					 "too many clients (max_clients %u): this connection holds "
+					 "one of the administrators' reserved slots, which register "
+					 "no flows", cl->ctl->d->cfg.limits.max_clients);
 	if (pid != cl->pid)
-		log_debug(LOG_SS_CTL, "hello claims pid %d, socket says %d: using %d", pid,
+		log_debug(LOG_SS_CTL, "hello claims pid %lld, socket says %d: using %d", (long long)pid,
 			  (int)cl->pid, (int)cl->pid);
 	cl->proc = flows_proc_new(&d->flows, cl->pid, cl->uid, comm, &rc);
 	if (!cl->proc)
@@ -397,17 +514,18 @@ static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 	json_error_t err;
 	struct flow *f;
 	char msg[160];
-	int v, port = 0, weight = 0;
+	json_int_t port = 0, weight = 0; /* "I": "i" would cut 4294967297 to 1 */
+	int v;
 
 	if (!cl->proc)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "hello first");
 	if (json_unpack_ex(req, &err, JSON_STRICT,
-			   "{s:i, s:s, s?o, s:s, s?i, s:I, s:s, s?s, s?s, s?i, s?I}", "v", &v, "cmd",
+			   "{s:i, s:s, s?o, s:s, s?I, s:I, s:s, s?s, s?s, s?I, s?I}", "v", &v, "cmd",
 			   &cmd, "id", &id, "device", &fr.device, "port", &port, "qpn", &qpn, "qp_type",
 			   &fr.qp_type, "class", &fr.cls, "class_hint", &fr.cls_hint, "weight", &weight,
 			   "split_qpn", &fr.split_qpn))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
-	if (port < 0 || weight < 0 || qpn < 0 || qpn > 0xffffff)
+	if (port < 0 || port > 255 || weight < 0 || weight > 1000 || qpn < 0 || qpn > 0xffffff)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "port, qpn or weight out of range");
 	fr.port = (unsigned)port;
 	fr.qpn = (uint32_t)qpn;
@@ -439,14 +557,14 @@ static struct flow *own_flow(struct ctl_client *cl, json_int_t id)
 static json_t *cmd_update(struct ctl_client *cl, json_t *req)
 {
 	const char *cmd, *cls = NULL, *gid = NULL, *state = NULL, *split = NULL, *lgid = NULL;
-	json_int_t fid, peer = -1, split_qpn = -1;
+	json_int_t fid, peer = -1, split_qpn = -1, port = -1;
 	json_t *id = NULL;
 	json_error_t err;
 	struct flow *f;
-	int v, port = -1;
+	int v;
 
 	if (json_unpack_ex(req, &err, JSON_STRICT,
-			   "{s:i, s:s, s?o, s:I, s?s, s?I, s?s, s?s, s?i, s?I, s?s, s?s}", "v", &v,
+			   "{s:i, s:s, s?o, s:I, s?s, s?I, s?s, s?s, s?I, s?I, s?s, s?s}", "v", &v,
 			   "cmd", &cmd, "id", &id, "flow", &fid, "class", &cls, "peer_qpn", &peer,
 			   "peer_gid", &gid, "state", &state, "port", &port, "split_qpn", &split_qpn,
 			   "split", &split, "local_gid", &lgid))
@@ -581,6 +699,7 @@ static void dispatch(struct ctl_client *cl, const char *line, size_t len)
 		return;
 	}
 	log_debug(LOG_SS_CTL, "pid %d uid %u: %s", (int)cl->pid, (unsigned)cl->uid, cmd);
+	cl->active_ns = daemon_now_ns();
 	if (!strcmp(cmd, "version"))
 		r = cmd_version(cl, req);
 	else if (!strcmp(cmd, "status"))
@@ -629,16 +748,42 @@ static void client_close(struct ctl_client *cl)
 			break;
 		}
 	c->n_clients--;
+	c->n_reserved -= cl->reserved ? 1 : 0;
+	c->out_total -= cl->out_len;
 	if (cl->proc) {
 		log_debug(LOG_SS_FLOW, "pid %d disconnected: freeing %zu flows", (int)cl->pid,
 			  cl->proc->n_flows);
 		flows_proc_free(&c->d->flows, cl->proc);
 	}
 	close(cl->fd);
+	cl->fd = -1;
 	proto_linebuf_free(&cl->in);
 	free(cl->out);
+	cl->out = NULL;
+	cl->out_len = cl->out_cap = 0;
+	/* not freed here: the caller may be client_read_cb's loop, which looks
+	 * at cl->magic after each request (two requests in one write, the first
+	 * reply failing); reap_cb frees it once the callback has returned */
 	cl->magic = 0;
-	free(cl);
+	cl->next = c->graveyard;
+	c->graveyard = cl;
+	ev_timer_set(&c->reap_w, 0, 0);
+	ev_timer_start(c->d->loop, &c->reap_w);
+}
+
+static void reap(struct ctl *c)
+{
+	while (c->graveyard) {
+		struct ctl_client *cl = c->graveyard;
+
+		c->graveyard = cl->next;
+		free(cl);
+	}
+}
+
+static void reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	reap(w->data);
 }
 
 static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -668,9 +813,14 @@ static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		dispatch(cl, line, len);
 		free(line);
 	}
+	if (cl->magic == CLIENT_MAGIC) /* half a line waiting: since when */
+		cl->partial_ns = cl->in.len > cl->in.tail
+					 ? (cl->partial_ns ? cl->partial_ns : daemon_now_ns())
+					 : 0;
 	if (rc == -EMSGSIZE && cl->magic == CLIENT_MAGIC && !cl->closing) {
-		log_warnx("pid %d sent a request over %zu bytes; disconnecting", (int)cl->pid,
-			  cl->in.max);
+		warn_limited(cl->ctl, W_TOO_LARGE,
+			     "pid %d (uid %u) sent a request over %zu bytes; disconnecting",
+			     (int)cl->pid, (unsigned)cl->uid, cl->in.max);
 		cl->closing = 1;
 		ev_io_stop(loop, &cl->rw);
 		client_reply(cl, proto_reply_error(NULL, PROTO_E_TOO_LARGE,
@@ -687,41 +837,90 @@ static void client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		client_flush(cl);
 }
 
-static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+/* Refuse a connection: one limit error without id, then close. */
+static void refuse(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void refuse(int fd, const char *fmt, ...)
 {
-	struct ctl *c = w->data;
+	char msg[200];
+	va_list ap;
+	json_t *e;
+	size_t l;
+	char *line;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	e = proto_reply_error(NULL, PROTO_E_LIMIT, "%s", msg);
+	line = proto_encode(e, &l);
+	json_decref(e);
+	if (line && send(fd, line, l, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* best effort: the client learns why from the reply */
+	}
+	free(line);
+	close(fd);
+}
+
+/* Which slot a new connection of @uid gets: 0 a normal one, 1 one of the
+ * administrators' reserve (after closing the reserved connection idle
+ * longest if they are all taken), -1 none (the reason in @why). */
+static int admit(struct ctl *c, uid_t uid, bool admin, char *why, size_t n)
+{
+	const struct config_limits *lim = &c->d->cfg.limits;
+	struct ctl_client *oldest = NULL;
+	size_t of_uid = 0;
+
+	for (struct ctl_client *cl = c->clients; cl; cl = cl->next) {
+		of_uid += cl->uid == uid && !cl->reserved;
+		if (cl->reserved && !cl->closing && (!oldest || cl->active_ns < oldest->active_ns))
+			oldest = cl;
+	}
+	if (c->n_clients - c->n_reserved < lim->max_clients && of_uid < lim->max_clients_per_uid)
+		return 0;
+	if (c->n_clients - c->n_reserved >= lim->max_clients)
+		snprintf(why, n, "too many clients (max_clients %u)", lim->max_clients);
+	else
+		snprintf(why, n, "too many clients of uid %u (max_clients_per_uid %u)",
+			 (unsigned)uid, lim->max_clients_per_uid);
+	if (!admin)
+		return -1;
+	if (c->n_reserved >= ADMIN_RESERVE) {
+		if (!oldest)
+			return -1;
+		log_info("administrators' reserve full: closing the connection of pid %d idle "
+			 "longest", (int)oldest->pid);
+		oldest->closing = 1;
+		client_reply(oldest, proto_reply_error(NULL, PROTO_E_LIMIT,
+						       "closed: another administrator needed "
+						       "this reserved connection"),
+			     NULL, 0);
+		client_close(oldest); /* now, flushed or not: its slot is needed */
+	}
+	return 1;
+}
+
+static void accept_one(struct ctl *c, struct ev_loop *loop, int fd)
+{
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct ctl_client *cl;
-	int fd;
+	char why[160];
+	bool admin;
+	int slot;
 
-	fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			log_warn("accept");
-		return;
-	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
 		log_warn("SO_PEERCRED");
 		close(fd);
 		return;
 	}
-	/* root's justctl gets a few connections beyond the limit, so that an
-	 * operator can still look when shims have taken every slot */
-	if (c->n_clients >= c->d->cfg.limits.max_clients + (cred.uid == 0 ? ROOT_RESERVE : 0)) {
-		json_t *e = proto_reply_error(NULL, PROTO_E_LIMIT, "too many clients (max_clients %u)",
-					      c->d->cfg.limits.max_clients);
-		size_t l;
-		char *line = proto_encode(e, &l);
-
-		json_decref(e);
-		log_warnx("refusing pid %d: max_clients %u reached", (int)cred.pid,
-			  c->d->cfg.limits.max_clients);
-		if (line && send(fd, line, l, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-			/* best effort: the client learns why from the reply */
-		}
-		free(line);
-		close(fd);
+	/* root and the daemon's own user always get an answer: a reserve of
+	 * connections beyond max_clients that no shim may hold */
+	admin = cred.uid == 0 || cred.uid == geteuid();
+	slot = admit(c, cred.uid, admin, why, sizeof(why));
+	if (slot < 0) {
+		warn_limited(c, W_REFUSED, "refusing pid %d uid %u: %s", (int)cred.pid,
+			     (unsigned)cred.uid, why);
+		refuse(fd, "%s", why);
 		return;
 	}
 	cl = calloc(1, sizeof(*cl));
@@ -736,6 +935,9 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	cl->pid = cred.pid;
 	cl->uid = cred.uid;
 	cl->gid = cred.gid;
+	cl->admin = admin;
+	cl->reserved = slot == 1;
+	cl->active_ns = daemon_now_ns();
 	proto_linebuf_init(&cl->in, c->d->cfg.limits.max_request_bytes);
 	ev_io_init(&cl->rw, client_read_cb, fd, EV_READ);
 	ev_io_init(&cl->ww, client_write_cb, fd, EV_WRITE);
@@ -745,18 +947,101 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	cl->next = c->clients;
 	c->clients = cl;
 	c->n_clients++;
-	log_debug(LOG_SS_CTL, "connection from pid %d uid %u", (int)cred.pid, (unsigned)cred.uid);
+	c->n_reserved += cl->reserved ? 1 : 0;
+	log_debug(LOG_SS_CTL, "connection from pid %d uid %u%s", (int)cred.pid, (unsigned)cred.uid,
+		  cl->reserved ? " (administrators' reserve)" : "");
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl *c = w->data;
+
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		int fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn("accept");
+			return;
+		}
+		accept_one(c, loop, fd);
+	}
+}
+
+/* Once a second: close what waits too long.  A connection without hello
+ * (not a shim) that sends no complete request, any connection with half a
+ * request, or unread replies, for limits.idle_timeout_ms. */
+static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct ctl *c = w->data;
+	uint64_t now = daemon_now_ns(), lim = c->d->cfg.limits.idle_timeout_ms * 1000000ull;
+	struct ctl_client *cl, *next;
+
+	for (cl = c->clients; cl; cl = next) {
+		const char *why = NULL;
+
+		next = cl->next;
+		if (cl->closing)
+			continue;
+		if (cl->stuck_ns && now - cl->stuck_ns > lim) {
+			warn_limited(c, W_TIMEOUT, "pid %d (uid %u) has not read its replies for "
+				     "%u ms; disconnecting", (int)cl->pid, (unsigned)cl->uid,
+				     c->d->cfg.limits.idle_timeout_ms);
+			client_close(cl);
+			continue;
+		}
+		if (cl->partial_ns && now - cl->partial_ns > lim)
+			why = "request incomplete";
+		else if (!cl->proc && !cl->out_len && now - cl->active_ns > lim)
+			why = "no request";
+		if (!why)
+			continue;
+		warn_limited(c, W_TIMEOUT, "pid %d (uid %u): %s for %u ms; disconnecting",
+			     (int)cl->pid, (unsigned)cl->uid, why, c->d->cfg.limits.idle_timeout_ms);
+		cl->closing = 1;
+		ev_io_stop(loop, &cl->rw);
+		client_reply(cl, proto_reply_error(NULL, PROTO_E_TIMEOUT, "%s for %u ms: closing",
+						   why, c->d->cfg.limits.idle_timeout_ms),
+			     NULL, 0);
+		if (cl->magic == CLIENT_MAGIC && cl->out_len) /* cannot even take that */
+			client_close(cl);
+	}
 }
 
 /* ------------------------------------------------------------ setup */
 
-static int secure_dir(const char *dir, gid_t gid)
+/* Does @dir hold anything but @keep (the socket's name)?  1, 0 or -errno. */
+static int has_other_entries(const char *dir, const char *keep)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	int other = 0;
+
+	if (!dp)
+		return -errno;
+	while (!other && (e = readdir(dp)))
+		other = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+			(!keep || strcmp(e->d_name, keep));
+	closedir(dp);
+	return other;
+}
+
+/* The directory of the socket.  One the daemon creates, or finds holding
+ * nothing but its socket, is its own: 0750 root:<socket_group>, 0700
+ * without a group.  A directory with other files in it ("/run") is shared:
+ * its mode and group are left alone (the socket itself is 0660).  One that
+ * everybody may write to ("/tmp") or that is not ours disables the socket. */
+static int secure_dir(const char *dir, gid_t gid, const char *keep)
 {
 	struct stat st;
+	int own = 1;
 
-	if (mkdir(dir, 0750) && errno != EEXIST) {
-		log_warn("cannot create %s", dir);
-		return -errno;
+	if (mkdir(dir, 0700)) {
+		if (errno != EEXIST) {
+			log_warn("cannot create %s", dir);
+			return -errno;
+		}
+		own = 0;
 	}
 	if (lstat(dir, &st)) {
 		log_warn("%s", dir);
@@ -767,7 +1052,24 @@ static int secure_dir(const char *dir, gid_t gid)
 			  (unsigned)geteuid());
 		return -EPERM;
 	}
-	/* ours: make it 0750 root:<socket_group> (0700 without a group) */
+	if (st.st_mode & S_IWOTH) {
+		log_warnx("%s is writable by everybody (mode %04o): control socket disabled; "
+			  "use a directory of its own", dir, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (!own) {
+		own = has_other_entries(dir, keep);
+		if (own < 0) {
+			log_warn("cannot read %s", dir);
+			return own;
+		}
+		own = !own;
+	}
+	if (!own) {
+		log_info("%s holds other files: its mode (%04o) and group are left as they are",
+			 dir, (unsigned)(st.st_mode & 07777));
+		return 0;
+	}
 	if (chown(dir, (uid_t)-1, gid) || chmod(dir, gid != (gid_t)-1 ? 0750 : 0700)) {
 		log_warn("cannot secure %s", dir);
 		return -errno;
@@ -811,12 +1113,15 @@ int ctl_open(struct ctl *c, struct daemon *d)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	gid_t gid = (gid_t)-1;
 	char dir[sizeof(c->path)], *slash;
+	const char *base;
 	mode_t old;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->d = d;
 	c->lfd = -1;
+	ev_init(&c->reap_w, reap_cb);
+	c->reap_w.data = c;
 	snprintf(c->path, sizeof(c->path), "%s", d->cfg.socket);
 	if (d->cfg.socket_group[0]) {
 		struct group *g = getgrnam(d->cfg.socket_group);
@@ -827,15 +1132,17 @@ int ctl_open(struct ctl *c, struct daemon *d)
 		}
 		gid = g->gr_gid;
 	}
-	rc = secure_dir(d->cfg.runtime_dir, gid);
-	if (rc)
-		return rc;
 	snprintf(dir, sizeof(dir), "%s", c->path);
 	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
+	base = slash ? slash + 1 : dir;
+	if (slash && slash != dir)
 		*slash = 0;
+	rc = secure_dir(d->cfg.runtime_dir, gid, strcmp(dir, d->cfg.runtime_dir) ? NULL : base);
+	if (rc)
+		return rc;
+	if (slash && slash != dir) {
 		if (strcmp(dir, d->cfg.runtime_dir)) {
-			rc = secure_dir(dir, gid);
+			rc = secure_dir(dir, gid, base);
 			if (rc)
 				return rc;
 		}
@@ -860,13 +1167,18 @@ int ctl_open(struct ctl *c, struct daemon *d)
 		log_warn("chown %s", c->path);
 		goto out_unlink;
 	}
-	if (listen(c->lfd, 64)) {
+	if (listen(c->lfd, SOMAXCONN)) {
 		rc = -errno;
 		goto out_unlink;
 	}
 	ev_io_init(&c->lw, accept_cb, c->lfd, EV_READ);
 	c->lw.data = c;
 	ev_io_start(d->loop, &c->lw);
+	ev_timer_init(&c->idle_w, idle_cb, 1.0, d->cfg.limits.idle_timeout_ms < 2000
+							? d->cfg.limits.idle_timeout_ms / 2000.0
+							: 1.0);
+	c->idle_w.data = c;
+	ev_timer_start(d->loop, &c->idle_w);
 	log_info("listening on %s", c->path);
 	return 0;
 out_unlink:
@@ -881,6 +1193,9 @@ void ctl_close(struct ctl *c)
 {
 	while (c->clients)
 		client_close(c->clients);
+	ev_timer_stop(c->d->loop, &c->reap_w);
+	ev_timer_stop(c->d->loop, &c->idle_w);
+	reap(c);
 	if (c->lfd >= 0) {
 		ev_io_stop(c->d->loop, &c->lw);
 		close(c->lfd);

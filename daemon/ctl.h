@@ -26,8 +26,13 @@ struct ctl_client {
 	gid_t gid;
 	struct proc *proc;            /* set by "hello" from a shim */
 	int closing;                  /* close once the output is flushed */
+	int admin;                    /* uid 0 or the daemon's own uid */
+	int reserved;                 /* in the administrators' reserve: no hello */
 	uint64_t serial;              /* to find it again for a late reply */
-	struct ctl_client *next;
+	uint64_t active_ns;           /* accepted, or its last complete request */
+	uint64_t partial_ns;          /* an incomplete request pending since, 0: none */
+	uint64_t stuck_ns;            /* unsent replies without progress since, 0: none */
+	struct ctl_client *next;      /* clients, or graveyard once closed */
 };
 
 struct ctl {
@@ -37,7 +42,18 @@ struct ctl {
 	char path[108];
 	struct ctl_client *clients;
 	size_t n_clients;
+	size_t n_reserved;            /* of n_clients, in the administrators' reserve */
+	size_t out_total;             /* unsent reply bytes of all clients */
 	uint64_t next_serial;
+	ev_timer idle_w;              /* closes idle, stalled and unread connections */
+	struct {
+		uint64_t last_ns;     /* last logged */
+		uint64_t suppressed;  /* not logged since */
+	} warn[4];                    /* rate limits of repeated warnings, per kind */
+	/* closed clients, freed from reap_w once whoever closed them (a read
+	 * loop in the middle of dispatching) has returned */
+	struct ctl_client *graveyard;
+	ev_timer reap_w;
 };
 
 /* Create the runtime dir and the socket (refusing to start if another

@@ -25,10 +25,21 @@ int flows_init(struct flows *fl, const struct config *cfg, uint64_t instance)
 	fl->by_gslot = calloc(fl->n_gslots, sizeof(*fl->by_gslot));
 	if (!fl->by_gslot)
 		return -ENOMEM;
+	for (fl->id_mask = 1; fl->id_mask < 2 * fl->n_gslots; fl->id_mask <<= 1)
+		;
+	fl->by_id = calloc(fl->id_mask, sizeof(*fl->by_id));
+	fl->id_mask--;
+	if (!fl->by_id) {
+		free(fl->by_gslot);
+		fl->by_gslot = NULL;
+		return -ENOMEM;
+	}
 	rc = shm_global_create(&fl->global, fl->n_gslots, instance);
 	if (rc) {
 		free(fl->by_gslot);
 		fl->by_gslot = NULL;
+		free(fl->by_id);
+		fl->by_id = NULL;
 		return rc;
 	}
 	log_debug(LOG_SS_SHM, "global segment: %u slots, %zu bytes", fl->n_gslots,
@@ -49,6 +60,43 @@ void flows_fini(struct flows *fl)
 	shm_seg_destroy(&fl->global);
 	free(fl->by_gslot);
 	fl->by_gslot = NULL;
+	free(fl->by_id);
+	fl->by_id = NULL;
+}
+
+/* ---------------------------------------------------------------- the id index
+ * Linear probing on the id (ids are sequential, so id & mask spreads them);
+ * at most n_gslots of 2 * n_gslots or more buckets are used.  Removal shifts
+ * back the entries of the run after the hole, so a lookup stops at the
+ * first empty bucket. */
+static void id_insert(struct flows *fl, struct flow *f)
+{
+	uint32_t i = f->id & fl->id_mask;
+
+	while (fl->by_id[i])
+		i = (i + 1) & fl->id_mask;
+	fl->by_id[i] = f;
+}
+
+static void id_remove(struct flows *fl, const struct flow *f)
+{
+	uint32_t i = f->id & fl->id_mask, j, home;
+
+	while (fl->by_id[i] != f) {
+		if (!fl->by_id[i])
+			return;
+		i = (i + 1) & fl->id_mask;
+	}
+	fl->by_id[i] = NULL;
+	for (j = (i + 1) & fl->id_mask; fl->by_id[j]; j = (j + 1) & fl->id_mask) {
+		home = fl->by_id[j]->id & fl->id_mask;
+		/* move it into the hole unless its home lies cyclically in (i, j] */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			fl->by_id[i] = fl->by_id[j];
+			fl->by_id[j] = NULL;
+			i = j;
+		}
+	}
 }
 
 static const struct config_app_rule *app_rule(const struct config *cfg, const char *comm)
@@ -142,10 +190,10 @@ void flows_reconfigure(struct flows *fl, const struct config *cfg)
 {
 	fl->cfg = cfg;
 	for (struct proc *p = fl->procs; p; p = p->next)
-		for (struct flow *f = p->flows; f; f = f->next) {
+		for (struct flow *f = p->flows; f; f = f->next)
 			derive_policy(fl, f);
-			flows_publish(fl, f);
-		}
+	/* once all classes are derived: counted once, not once per flow */
+	flows_publish_all(fl);
 }
 
 struct proc *flows_proc_new(struct flows *fl, pid_t pid, uid_t uid, const char *comm, int *err)
@@ -185,6 +233,7 @@ static void flow_free(struct flows *fl, struct flow *f)
 	shm_slot_publish(jst_shm_global_slot(fl->global.base, f->gslot), JST_SLOT_FREE, 0, 0, 0,
 			 0, 0, 0, 0, 0, 0);
 	fl->by_gslot[f->gslot] = NULL;
+	id_remove(fl, f);
 	f->proc->by_cslot[f->cslot] = NULL;
 	f->proc->n_flows--;
 	log_debug(LOG_SS_FLOW, "flow %u (pid %d qpn %u) freed", f->id, (int)f->proc->pid, f->qpn);
@@ -310,6 +359,7 @@ struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_
 	/* reset the counter slot the shim will write for this flow */
 	memset(jst_shm_client_slot(p->seg.base, c), 0, sizeof(struct jst_flow_stats));
 	fl->by_gslot[g] = f;
+	id_insert(fl, f);
 	p->by_cslot[c] = f;
 	f->next = p->flows;
 	p->flows = f;
@@ -326,9 +376,9 @@ struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_
 
 struct flow *flows_find(struct flows *fl, uint32_t id)
 {
-	for (uint32_t g = 0; g < fl->n_gslots; g++)
-		if (fl->by_gslot[g] && fl->by_gslot[g]->id == id)
-			return fl->by_gslot[g];
+	for (uint32_t i = id & fl->id_mask; fl->by_id[i]; i = (i + 1) & fl->id_mask)
+		if (fl->by_id[i]->id == id)
+			return fl->by_id[i];
 	return NULL;
 }
 
@@ -487,15 +537,17 @@ json_t *flows_to_json(struct flows *fl)
 
 int flows_set_weight_pid(struct flows *fl, pid_t pid, uint32_t weight)
 {
+	struct flows_counts c;
 	int n = 0;
 
+	flows_count(fl, &c); /* once: a weight does not change the classes */
 	for (struct proc *p = fl->procs; p; p = p->next) {
 		if (p->pid != pid)
 			continue;
 		for (struct flow *f = p->flows; f; f = f->next) {
 			f->weight = weight;
 			f->weight_from_app = 1;
-			flows_publish(fl, f);
+			flows_publish_counted(fl, f, c.by_class[FLOW_CLASS_LATENCY]);
 			n++;
 		}
 	}

@@ -72,6 +72,8 @@ struct flows {
 	struct shm_seg global;
 	uint32_t n_gslots;
 	struct flow **by_gslot;
+	struct flow **by_id;          /* flows_find's index: open addressing on the id */
+	uint32_t id_mask;             /* its size - 1 (a power of two >= 2 * n_gslots) */
 	struct proc *procs;
 	uint32_t next_id;
 	uint64_t instance;

@@ -81,6 +81,35 @@ static void apply_log_level(const struct config *c, unsigned cli_debug)
 
 static unsigned cli_debug_mask;
 
+/* What `justctl set` may have changed and a reload puts back to the file's
+ * values: say so, one line per value (justctl(8), set). */
+static void log_runtime_changes(const struct config *run, const struct config *file)
+{
+	char a[32], b[32];
+
+	if (run->controller.target99_us != file->controller.target99_us)
+		log_info("reload: controller.target99_us %u -> %u", run->controller.target99_us,
+			 file->controller.target99_us);
+	if (run->controller.unattainable_policy != file->controller.unattainable_policy)
+		log_info("reload: controller.unattainable_policy %s -> %s",
+			 run->controller.unattainable_policy ? "ignore_latency" : "keep",
+			 file->controller.unattainable_policy ? "ignore_latency" : "keep");
+	for (size_t i = 0; i < run->n_devices; i++)
+		for (size_t j = 0; j < file->n_devices; j++) {
+			const struct config_device *x = &run->devices[i], *y = &file->devices[j];
+
+			if (strcmp(x->name, y->name) || x->port != y->port ||
+			    x->max_rate_bps == y->max_rate_bps)
+				continue;
+			if (!x->max_rate_bps || config_format_rate(x->max_rate_bps, a, sizeof(a)))
+				snprintf(a, sizeof(a), "auto");
+			if (!y->max_rate_bps || config_format_rate(y->max_rate_bps, b, sizeof(b)))
+				snprintf(b, sizeof(b), "auto");
+			log_info("reload: devices %s port %u max_rate %s -> %s", x->name, x->port, a,
+				 b);
+		}
+}
+
 static void reload(void)
 {
 	struct config nc;
@@ -97,6 +126,7 @@ static void reload(void)
 	    nc.limits.max_flows_per_client != d.cfg.limits.max_flows_per_client)
 		log_warnx("socket, runtime_dir, socket_group, max_flows and max_flows_per_client "
 			  "change only on restart");
+	log_runtime_changes(&d.cfg, &nc);
 	snprintf(nc.socket, sizeof(nc.socket), "%s", d.cfg.socket);
 	snprintf(nc.runtime_dir, sizeof(nc.runtime_dir), "%s", d.cfg.runtime_dir);
 	snprintf(nc.socket_group, sizeof(nc.socket_group), "%s", d.cfg.socket_group);

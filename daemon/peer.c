@@ -14,6 +14,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 
 #define OUT_MAX (1u << 20)
 #define MAX_INCOMING (2 * CONFIG_MAX_PEERS)
+#define MAX_INCOMING_PER_HOST 8 /* a few daemons on one peer host, each dials once */
 #define REFUSE_LOG_NS 10000000000ull
 
 static void dial(struct peer *p);
@@ -460,23 +462,163 @@ static int conn_setup(struct peer *p, int fd)
 	return 0;
 }
 
+/* ------------------------------------------------------------ resolving
+ *
+ * A peer configured by host name is resolved on a thread of its own, never
+ * in the event loop (getaddrinfo() may wait for DNS for seconds, on every
+ * redial).  The thread gets a job and its own copy of the write end of a
+ * datagram socket pair, and sends the finished job's address back through
+ * it; the loop matches it to the peer by index and token (the peers may
+ * have been rebuilt meanwhile: then it is dropped).  Address literals are
+ * resolved at once (AI_NUMERICHOST never blocks). */
+struct resolve_job {
+	size_t idx;                   /* in pc->out */
+	uint64_t token;
+	char host[CONFIG_NAME_MAX];
+	char port[8];
+	int fd;                       /* the thread's copy of the write end */
+	int rc;
+	struct addrinfo *res;
+};
+
+static void job_free(struct resolve_job *j)
+{
+	if (j->res)
+		freeaddrinfo(j->res);
+	free(j);
+}
+
+static void *resolve_thread(void *arg)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct resolve_job *j = arg;
+	int fd = j->fd;
+
+	j->rc = getaddrinfo(j->host, j->port, &hints, &j->res);
+	if (send(fd, &j, sizeof(j), MSG_NOSIGNAL) != sizeof(j))
+		job_free(j); /* the context is gone */
+	close(fd);
+	return NULL;
+}
+
+static void connect_to(struct peer *p, struct addrinfo *res);
+
+static void resolved_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct peer_ctx *pc = w->data;
+	struct resolve_job *j;
+
+	while (recv(pc->res_fd[0], &j, sizeof(j), MSG_DONTWAIT) == sizeof(j)) {
+		struct peer *p = j->idx < pc->n_out ? &pc->out[j->idx] : NULL;
+
+		if (p && p->resolve_token == j->token) {
+			p->resolve_token = 0;
+			if (p->state == PEER_CONNECTING && j->rc)
+				peer_conn_fail(p, "%s", gai_strerror(j->rc));
+			else if (p->state == PEER_CONNECTING)
+				connect_to(p, j->res);
+			/* else: failed meanwhile (timeout); the backoff redials */
+		}
+		job_free(j);
+	}
+}
+
+static int resolve_start(struct peer *p, const char *port)
+{
+	struct peer_ctx *pc = p->pc;
+	struct resolve_job *j;
+	pthread_attr_t attr;
+	pthread_t th;
+	int rc;
+
+	if (pc->res_fd[0] < 0) {
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pc->res_fd))
+			return -errno;
+		ev_io_init(&pc->res_w, resolved_cb, pc->res_fd[0], EV_READ);
+		pc->res_w.data = pc;
+		ev_io_start(pc->loop, &pc->res_w);
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->idx = (size_t)(p - pc->out);
+	j->token = ++pc->next_serial;
+	snprintf(j->host, sizeof(j->host), "%s", p->address);
+	snprintf(j->port, sizeof(j->port), "%s", port);
+	j->fd = fcntl(pc->res_fd[1], F_DUPFD_CLOEXEC, 0);
+	if (j->fd < 0) {
+		rc = -errno;
+		free(j);
+		return rc;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = -pthread_create(&th, &attr, resolve_thread, j);
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		close(j->fd);
+		free(j);
+		return rc;
+	}
+	p->resolve_token = j->token;
+	return 0;
+}
+
+static void resolve_fini(struct peer_ctx *pc)
+{
+	struct resolve_job *j;
+
+	if (pc->res_fd[0] < 0)
+		return;
+	ev_io_stop(pc->loop, &pc->res_w);
+	while (recv(pc->res_fd[0], &j, sizeof(j), MSG_DONTWAIT) == sizeof(j))
+		job_free(j);
+	close(pc->res_fd[0]);
+	close(pc->res_fd[1]);
+	pc->res_fd[0] = pc->res_fd[1] = -1; /* threads still resolving fail to send, free */
+}
+
 static void dial(struct peer *p)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res;
-	struct peer_ctx *pc = p->pc;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV | AI_NUMERICHOST },
+			*res;
 	char port[8];
-	int fd, rc;
+	int rc;
 
 	snprintf(port, sizeof(port), "%u", p->port);
 	p->state = PEER_CONNECTING;
+	p->deadline_ns = now_ns() + PEER_TIMEOUT_MS * 1000000ull;
+	if (p->resolve_token) { /* still resolving from an earlier attempt */
+		peer_arm_timer(p);
+		return;
+	}
 	rc = getaddrinfo(p->address, port, &hints, &res);
+	if (rc == EAI_NONAME) { /* a host name */
+		rc = resolve_start(p, port);
+		if (rc) {
+			peer_conn_fail(p, "cannot resolve: %s", strerror(-rc));
+			return;
+		}
+		peer_arm_timer(p);
+		return;
+	}
 	if (rc) {
 		peer_conn_fail(p, "%s", gai_strerror(rc));
 		return;
 	}
+	connect_to(p, res);
+	freeaddrinfo(res);
+}
+
+/* Connect to the first address of @res (not freed here). */
+static void connect_to(struct peer *p, struct addrinfo *res)
+{
+	struct peer_ctx *pc = p->pc;
+	int fd, rc;
+
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		freeaddrinfo(res);
 		peer_conn_fail(p, "socket: %s", strerror(errno));
 		return;
 	}
@@ -496,18 +638,28 @@ static void dial(struct peer *p)
 	}
 	if (conn_setup(p, fd)) {
 		close(fd);
-		freeaddrinfo(res);
 		peer_conn_fail(p, "no randomness");
 		return;
 	}
 	rc = connect(fd, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
 	if (rc && errno != EINPROGRESS) {
 		peer_conn_fail(p, "connect: %s", strerror(errno));
 		return;
 	}
 	ev_io_start(pc->loop, &p->ww); /* writable = connected (or failed) */
 	peer_arm_timer(p);
+}
+
+/* Incoming connections from @ss's host (any port). */
+static size_t incoming_from(const struct peer_ctx *pc, const struct sockaddr_storage *ss)
+{
+	struct sockaddr_storage o;
+	socklen_t len;
+	size_t n = 0;
+
+	for (const struct peer *p = pc->in; p; p = p->next)
+		n += !peer_remote_addr(p, &o, &len) && same_host(&o, ss);
+	return n;
 }
 
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -528,13 +680,15 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	normalize(&ss, &len);
 	addr_text(&ss, host, sizeof(host));
-	if (!allowed(pc, &ss) || pc->n_in >= MAX_INCOMING) {
+	if (!allowed(pc, &ss) || pc->n_in >= MAX_INCOMING ||
+	    incoming_from(pc, &ss) >= MAX_INCOMING_PER_HOST) {
 		uint64_t now = now_ns();
 
 		if (now - last_refusal > REFUSE_LOG_NS) {
 			log_warnx("peer connection from %s refused: %s", host,
-				  pc->n_in >= MAX_INCOMING ? "too many connections"
-							   : "not a configured reference peer");
+				  !allowed(pc, &ss)	     ? "not a configured reference peer"
+				  : pc->n_in >= MAX_INCOMING ? "too many connections"
+							     : "too many connections from that host");
 			last_refusal = now;
 		}
 		close(fd);
@@ -690,6 +844,7 @@ int peer_ctx_init(struct peer_ctx *pc, struct ev_loop *loop, const struct config
 	pc->loop = loop;
 	pc->node = node;
 	pc->lfd = -1;
+	pc->res_fd[0] = pc->res_fd[1] = -1;
 	snprintf(pc->listen_address, sizeof(pc->listen_address), "%s",
 		 cfg->reference.listen_address);
 	rc = load_secret(pc, cfg);
@@ -740,6 +895,7 @@ void peer_ctx_reconfigure(struct peer_ctx *pc, const struct config *cfg)
 void peer_ctx_fini(struct peer_ctx *pc)
 {
 	close_all(pc);
+	resolve_fini(pc);
 	if (pc->lfd >= 0) {
 		ev_io_stop(pc->loop, &pc->lw);
 		close(pc->lfd);

@@ -85,6 +85,7 @@ struct peer {
 	char error[160];
 	bool logged;                  /* the current failure was logged */
 	uint64_t serial;
+	uint64_t resolve_token;       /* outgoing: a host name being resolved, 0: none */
 	uint64_t backoff_ms;
 	uint64_t deadline_ns;
 	/* handshake */
@@ -139,6 +140,8 @@ struct peer_ctx {
 	} listeners[PEER_MAX_LISTENERS];
 	size_t n_listeners;
 	uint64_t next_serial;
+	int res_fd[2];                /* resolver threads -> loop (peer.c) */
+	ev_io res_w;
 };
 
 /* Listen on reference.listen_address:listen_port, read the secret, start

@@ -4,6 +4,7 @@
  * verified) before use.  The connections themselves are peer.c's. */
 #include "peermsg.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "log.h"
@@ -278,7 +279,11 @@ void peermsg_line(struct peer *p, char *line, size_t len)
 		return;
 	}
 	jt = json_object_get(m, "v");
-	v = json_is_integer(jt) ? (int)json_integer_value(jt) : -1;
+	/* compared as json_int_t: (int) would turn 4294967297 into 1 */
+	v = !json_is_integer(jt) ? -1
+	    : json_integer_value(jt) < INT_MIN || json_integer_value(jt) > INT_MAX
+		? INT_MIN
+		: (int)json_integer_value(jt);
 	type = json_string_value(json_object_get(m, "type"));
 	if (v != PEER_PROTO_VERSION) {
 		peer_conn_refuse(p, "peer protocol version %d not supported (we speak %d)", v,

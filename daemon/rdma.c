@@ -332,18 +332,18 @@ json_t *rdma_ep_info(const struct rdma_ep *e, bool target)
 
 int rdma_remote_parse(json_t *j, bool target, struct rdma_remote *r, char *err, size_t errlen)
 {
-	json_int_t qpn, psn, addr = 0, rkey = 0, len = 0;
+	json_int_t qpn, psn, addr = 0, rkey = 0, len = 0, lid, mtu; /* "i" would wrap 2^32+1 to 1 */
 	const char *gid;
 	json_error_t je;
-	int lid, mtu, rc;
+	int rc;
 
 	memset(r, 0, sizeof(*r));
 	if (target)
-		rc = json_unpack_ex(j, &je, JSON_STRICT, "{s:I, s:I, s:s, s:i, s:i, s:I, s:I, s:I}",
+		rc = json_unpack_ex(j, &je, JSON_STRICT, "{s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I}",
 				    "qpn", &qpn, "psn", &psn, "gid", &gid, "lid", &lid, "mtu",
 				    &mtu, "addr", &addr, "rkey", &rkey, "len", &len);
 	else
-		rc = json_unpack_ex(j, &je, JSON_STRICT, "{s:I, s:I, s:s, s:i, s:i}", "qpn", &qpn,
+		rc = json_unpack_ex(j, &je, JSON_STRICT, "{s:I, s:I, s:s, s:I, s:I}", "qpn", &qpn,
 				    "psn", &psn, "gid", &gid, "lid", &lid, "mtu", &mtu);
 	if (rc) {
 		snprintf(err, errlen, "endpoint: %s", je.text);

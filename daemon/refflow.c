@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <time.h>
 
 #include "log.h"
@@ -527,8 +528,50 @@ static void responder_free(struct refflow *rf, struct ref_responder *r)
 			break;
 		}
 	rdma_ep_destroy(&r->ep);
+	rf->resp_bytes -= r->len;
 	free(r);
 	rf->n_resp--;
+}
+
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return false;
+}
+
+/* May connection @conn from @host register another @len bytes?  Bounded per
+ * connection, per peer host (whatever number of connections it opens) and
+ * in total, in responders (QPs) and in bytes: 0, or -EBUSY with @why. */
+static int resp_admit(const struct refflow *rf, uint64_t conn, const struct sockaddr_storage *host,
+		      size_t len, char *why, size_t n)
+{
+	size_t on_conn = 0, on_host = 0, host_bytes = 0;
+
+	for (const struct ref_responder *r = rf->resp; r; r = r->next) {
+		on_conn += r->conn == conn;
+		if (same_host(&r->host, host)) {
+			on_host++;
+			host_bytes += r->len;
+		}
+	}
+	if (on_conn >= REF_MAX_RESPONDERS)
+		snprintf(why, n, "%d endpoints per connection", REF_MAX_RESPONDERS);
+	else if (on_host >= REF_MAX_RESP_PER_HOST || host_bytes + len > REF_MAX_RESP_BYTES_PER_HOST)
+		snprintf(why, n, "%d endpoints or %u MiB per peer host", REF_MAX_RESP_PER_HOST,
+			 REF_MAX_RESP_BYTES_PER_HOST >> 20);
+	else if (rf->n_resp >= REF_MAX_RESP_TOTAL || rf->resp_bytes + len > REF_MAX_RESP_BYTES_TOTAL)
+		snprintf(why, n, "%d endpoints or %u MiB for all peers", REF_MAX_RESP_TOTAL,
+			 REF_MAX_RESP_BYTES_TOTAL >> 20);
+	else
+		return 0;
+	return -EBUSY;
 }
 
 static void op_ref_open(struct peer_ctx *pc, struct peer *p, const struct peer_req *rq,
@@ -536,12 +579,13 @@ static void op_ref_open(struct peer_ctx *pc, struct peer *p, const struct peer_r
 {
 	struct refflow *rf = arg;
 	struct rdma_remote rr;
+	struct sockaddr_storage host;
 	struct ref_responder *r;
+	socklen_t hlen;
 	json_int_t len;
 	json_t *ep;
 	json_error_t je;
 	char err[160];
-	unsigned n = 0;
 
 	if (json_unpack_ex(args, &je, JSON_STRICT, "{s:o, s:I}", "ep", &ep, "len", &len)) {
 		peer_reply_error(pc, rq, "bad_request", "%s", je.text);
@@ -555,11 +599,21 @@ static void op_ref_open(struct peer_ctx *pc, struct peer *p, const struct peer_r
 		peer_reply_error(pc, rq, "bad_request", "%s", err);
 		return;
 	}
-	for (r = rf->resp; r; r = r->next)
-		n += r->conn == p->serial;
-	if (n >= REF_MAX_RESPONDERS) {
-		peer_reply_error(pc, rq, "limit", "%d endpoints per connection",
-				 REF_MAX_RESPONDERS);
+	if (peer_remote_addr(p, &host, &hlen)) {
+		peer_reply_error(pc, rq, "internal", "no peer address");
+		return;
+	}
+	if (resp_admit(rf, p->serial, &host, (size_t)len, err, sizeof(err))) {
+		static uint64_t last_log;
+		uint64_t now = now_ns();
+
+		rf->resp_refused++;
+		if (!last_log || now - last_log > 10000000000ull) { /* one line per 10 s */
+			log_warnx("peer %s: ref_open refused: %s (%llu refused so far)", p->name,
+				  err, (unsigned long long)rf->resp_refused);
+			last_log = now;
+		}
+		peer_reply_error(pc, rq, "limit", "%s", err);
 		return;
 	}
 	if (ensure_device(rf)) {
@@ -580,10 +634,13 @@ static void op_ref_open(struct peer_ctx *pc, struct peer *p, const struct peer_r
 		return;
 	}
 	r->conn = p->serial;
+	r->host = host;
+	r->len = (size_t)len;
 	r->handle = ++rf->next_handle;
 	r->next = rf->resp;
 	rf->resp = r;
 	rf->n_resp++;
+	rf->resp_bytes += r->len;
 	log_debug(LOG_SS_REF, "responder %lld for %s: QP %u, %lld bytes", (long long)r->handle,
 		  p->name, r->ep.qp->qp_num, (long long)len);
 	peer_reply(pc, rq, json_pack("{s:I, s:o}", "handle", (json_int_t)r->handle, "ep",

@@ -33,6 +33,13 @@
 #define REF_MSG_BYTES 10
 #define REF_MAX_BUF (4u << 20)          /* largest responder buffer (calibration) */
 #define REF_MAX_RESPONDERS 4            /* per connection */
+/* What peers may make this daemon register (pinned memory and QPs): a peer
+ * host (all its connections together), and all peers together.  A
+ * reference flow takes one small responder, a calibration one of REF_MAX_BUF. */
+#define REF_MAX_RESP_PER_HOST 4
+#define REF_MAX_RESP_BYTES_PER_HOST (2 * REF_MAX_BUF)
+#define REF_MAX_RESP_TOTAL 32
+#define REF_MAX_RESP_BYTES_TOTAL (8 * REF_MAX_BUF)
 
 enum ref_state {
 	REF_OFF,                        /* not wanted (no latency flow, not always_on) */
@@ -53,6 +60,8 @@ struct ref_session {
 
 struct ref_responder {
 	uint64_t conn;
+	struct sockaddr_storage host;   /* the peer's address (port ignored) */
+	size_t len;                     /* registered bytes */
 	json_int_t handle;
 	struct rdma_ep ep;
 	struct ref_responder *next;
@@ -96,6 +105,8 @@ struct refflow {
 	json_int_t next_handle;
 	struct ref_responder *resp;
 	size_t n_resp;
+	size_t resp_bytes;               /* registered by all responders */
+	uint64_t resp_refused;           /* ref_open refused by a limit */
 	/* an extra endpoint on the same device (calibration) */
 	struct rdma_ep *extra;
 	ref_wc_fn extra_cb;

@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +19,30 @@ struct pending_lookup {
 	void *arg;
 };
 
-int splitq_gid_ipv4(const char *gid, char *out, size_t len)
+/* An address literal (IPv4 or IPv6) as a sockaddr; -EINVAL for a name. */
+static int gid_addr_literal(const char *s, struct sockaddr_storage *ss)
 {
-	unsigned g[8];
-	struct in_addr a;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
 
-	if (sscanf(gid, "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x", &g[0], &g[1], &g[2], &g[3], &g[4],
-		   &g[5], &g[6], &g[7]) != 8)
-		return -EINVAL;
-	/* RoCEv2 over IPv4: the IPv4-mapped IPv6 address ::ffff:a.b.c.d */
-	if (g[0] || g[1] || g[2] || g[3] || g[4] || g[5] != 0xffff)
-		return -EINVAL;
-	a.s_addr = htonl((uint32_t)g[6] << 16 | g[7]);
-	return inet_ntop(AF_INET, &a, out, (socklen_t)len) ? 0 : -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, s, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+			struct in_addr a;
+
+			memcpy(&a, &s6->sin6_addr.s6_addr[12], 4);
+			memset(ss, 0, sizeof(*ss));
+			s4->sin_family = AF_INET;
+			s4->sin_addr = a;
+		}
+		return 0;
+	}
+	return -EINVAL;
 }
 
 /* The serving side: a peer daemon asks for one of our QPs' split QP. */
@@ -75,24 +88,85 @@ static void got_reply(struct peer_ctx *pc, struct peer *p, json_t *result, const
 	free(pl);
 }
 
+/* The GID as the address a RoCE v2 GID is: IPv4 for ::ffff:a.b.c.d,
+ * IPv6 otherwise (normalised as peer.c does). */
+static int gid_addr(const char *gid, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct in6_addr a;
+
+	if (inet_pton(AF_INET6, gid, &a) != 1)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (IN6_IS_ADDR_V4MAPPED(&a)) {
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, &a.s6_addr[12], 4);
+	} else {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = a;
+	}
+	return 0;
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return a->ss_family == AF_INET6 &&
+	       !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+/* The connection to the daemon of the host that owns @gid: a configured
+ * peer whose address literal is the GID's address (IPv4 or IPv6), or one
+ * whose connection's remote address is (a peer configured by host name, an
+ * incoming connection).  Connections that are up first. */
+static struct peer *peer_for_gid(struct daemon *d, const char *gid)
+{
+	struct sockaddr_storage want, ss;
+	struct peer *literal = NULL;
+	socklen_t len;
+
+	if (!d->peer || gid_addr(gid, &want))
+		return NULL;
+	for (size_t i = 0; i < d->cfg.n_peers; i++) {
+		struct peer *p = peer_outgoing(d->peer, i);
+		struct sockaddr_storage lit;
+
+		if (!p)
+			continue;
+		if (p->state == PEER_UP && !peer_remote_addr(p, &ss, &len) && same_addr(&ss, &want))
+			return p;
+		if (!literal && !gid_addr_literal(d->cfg.peers[i].address, &lit) &&
+		    same_addr(&lit, &want))
+			literal = p;
+	}
+	for (struct peer *p = d->peer->in; p; p = p->next)
+		if (p->state == PEER_UP && !peer_remote_addr(p, &ss, &len) && same_addr(&ss, &want))
+			return p;
+	return literal; /* not up: the request says so */
+}
+
 void splitq_lookup(struct daemon *d, const char *gid, uint32_t qpn, splitq_cb cb, void *arg)
 {
 	struct pending_lookup *pl;
 	int64_t split = flows_split_of(&d->flows, gid, qpn);
-	char ip[INET_ADDRSTRLEN];
-	struct peer *p = NULL;
+	struct sockaddr_storage ss;
+	struct peer *p;
 
 	if (split >= 0) {
 		cb(d, arg, split, NULL);
 		return;
 	}
-	if (!d->peer || splitq_gid_ipv4(gid, ip, sizeof(ip))) {
+	if (!d->peer || gid_addr(gid, &ss)) {
 		cb(d, arg, -1, "no Justitia peer known for this GID");
 		return;
 	}
-	for (size_t i = 0; i < d->cfg.n_peers && !p; i++)
-		if (!strcmp(d->cfg.peers[i].address, ip))
-			p = peer_outgoing(d->peer, i);
+	p = peer_for_gid(d, gid);
 	if (!p) {
 		cb(d, arg, -1, "the peer's host is not a configured Justitia peer");
 		return;

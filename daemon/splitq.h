@@ -6,7 +6,9 @@
  * registry when the peer QP is on one of its devices (one host, loopback);
  * otherwise it asks the daemon of the host that owns the peer's GID over
  * the daemon channel (peer.c, operation "split_lookup"): the peer daemon is
- * the configured reference peer whose address is the GID's IPv4 address. */
+ * the one whose connection's remote address is the GID's address (IPv4
+ * for ::ffff:a.b.c.d, else IPv6), whether it was configured by address or
+ * by host name, or a configured peer with that address literal. */
 #ifndef JUSTITIAD_SPLITQ_H
 #define JUSTITIAD_SPLITQ_H
 
@@ -22,7 +24,5 @@ typedef void (*splitq_cb)(struct daemon *d, void *arg, int64_t split_qpn, const 
 void splitq_init(struct daemon *d);
 /* Calls @cb exactly once, now or later. */
 void splitq_lookup(struct daemon *d, const char *gid, uint32_t qpn, splitq_cb cb, void *arg);
-/* "0000:0000:0000:0000:0000:ffff:0ae9:0001" -> "10.233.0.1"; 0 or -EINVAL. */
-int splitq_gid_ipv4(const char *gid, char *out, size_t len);
 
 #endif

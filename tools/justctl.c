@@ -7,6 +7,7 @@
  * text (the show_* functions, writing to any FILE *), and the socket I/O in
  * ctl_main().  Commands are a table, as in lldpcli. */
 #include "proto.h"
+#include "ctl_metrics.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef JUSTITIA_VERSION
@@ -839,6 +841,198 @@ static int follow_calibrate(const struct ctl_opts *o, const char *path, FILE *ou
 	return rc;
 }
 
+/* ------------------------------------------------------------ metrics, watch */
+
+static json_t *more_pages(int fd, json_t *req, json_t *reply, int timeout_ms, int *e);
+
+/* status, and the flows (every page), on one connection: 0, or
+ * EXIT_FAILURE after saying why on @err. */
+static int fetch_state(const struct ctl_opts *o, const char *path, json_t **status,
+		       json_t **flows, FILE *err)
+{
+	json_t *req, *fr = NULL;
+	int fd, e = 0;
+
+	*status = *flows = NULL;
+	fd = proto_connect(path, o->timeout_ms);
+	if (fd < 0) {
+		fprintf(err, "justctl: cannot connect to %s: %s\n", path, strerror(-fd));
+		return EXIT_FAILURE;
+	}
+	req = xjson(json_pack("{s:i, s:s, s:i}", "v", PROTO_VERSION, "cmd", "status", "id",
+			      REQUEST_ID));
+	*status = proto_call(fd, req, o->timeout_ms, NULL, NULL, 0, &e);
+	json_object_set_new(req, "cmd", json_string("flows"));
+	if (*status && json_is_true(json_object_get(*status, "ok"))) {
+		fr = proto_call(fd, req, o->timeout_ms, NULL, NULL, 0, &e);
+		fr = more_pages(fd, req, fr, o->timeout_ms, &e);
+	}
+	close(fd);
+	json_decref(req);
+	if (!fr || !json_is_true(json_object_get(fr, "ok"))) {
+		const json_t *bad = fr ? fr : *status;
+		const char *msg = json_string_value(
+			json_object_get(json_object_get(bad, "error"), "message"));
+
+		fprintf(err, "justctl: no answer from justitiad on %s: %s\n", path,
+			msg ? msg : e ? strerror(-e) : "malformed reply");
+		json_decref(fr);
+		json_decref(*status);
+		*status = NULL;
+		return EXIT_FAILURE;
+	}
+	*flows = json_incref(json_object_get(fr, "flows"));
+	json_decref(fr);
+	return 0;
+}
+
+/* metrics [--no-flows] [--output FILE] */
+static int build_metrics(int argc, char **argv, json_t *req, FILE *err)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--no-flows"))
+			continue;
+		if ((!strcmp(argv[i], "--output") || !strcmp(argv[i], "-o")) && i + 1 < argc &&
+		    argv[i + 1][0]) {
+			i++;
+			continue;
+		}
+		return usage_error(err, "metrics: unexpected argument '%s'", argv[i]);
+	}
+	return 0;
+}
+
+/* Write to FILE.tmp, then rename: node_exporter never reads half a file. */
+static int run_metrics(const struct ctl_opts *o, const char *path, int argc, char **argv,
+		       FILE *out, FILE *err)
+{
+	const char *output = NULL;
+	bool per_flow = true;
+	json_t *status, *flows;
+	char *tmp = NULL;
+	FILE *f = out;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--no-flows"))
+			per_flow = false;
+		else
+			output = argv[++i];
+	}
+	rc = fetch_state(o, path, &status, &flows, err);
+	if (output) {
+		tmp = xasprintf("%s.tmp", output);
+		f = fopen(tmp, "we");
+		if (!f) {
+			fprintf(err, "justctl: metrics: %s: %s\n", tmp, strerror(errno));
+			rc = EXIT_FAILURE;
+			goto out;
+		}
+	}
+	if (o->json) {
+		json_t *j = xjson(json_pack("{s:O?, s:O?}", "status", status, "flows", flows));
+
+		json_dumpf(j, f, JSON_INDENT(2));
+		fputc('\n', f);
+		json_decref(j);
+	} else {
+		ctl_metrics_write(status, flows, per_flow, f);
+	}
+	if (output) {
+		if (fflush(f) || ferror(f) || fclose(f) || rename(tmp, output)) {
+			fprintf(err, "justctl: metrics: %s: %s\n", output, strerror(errno));
+			unlink(tmp);
+			rc = EXIT_FAILURE;
+		}
+	}
+out:
+	free(tmp);
+	json_decref(status);
+	json_decref(flows);
+	return rc;
+}
+
+/* watch [-n SECONDS] [-c COUNT] */
+static int watch_args(int argc, char **argv, double *interval, uint64_t *count, FILE *err)
+{
+	*interval = 2;
+	*count = 0;
+	for (int i = 1; i < argc; i++) {
+		char *end;
+
+		if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+			*interval = strtod(argv[++i], &end);
+			if (*end || !(*interval >= 0.1 && *interval <= 3600))
+				return usage_error(err, "watch: -n takes 0.1..3600 seconds, not '%s'",
+						   argv[i]);
+		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+			if (parse_uint(argv[++i], 1, UINT32_MAX, count))
+				return usage_error(err, "watch: -c takes a positive count, not '%s'",
+						   argv[i]);
+		} else {
+			return usage_error(err, "watch: unexpected argument '%s'", argv[i]);
+		}
+	}
+	return 0;
+}
+
+static int build_watch(int argc, char **argv, json_t *req, FILE *err)
+{
+	double interval;
+	uint64_t count;
+
+	return watch_args(argc, argv, &interval, &count, err);
+}
+
+/* status and flows again every interval, like top: on a terminal the
+ * screen is cleared first, otherwise each round starts with a "---" line. */
+static int run_watch(const struct ctl_opts *o, const char *path, int argc, char **argv,
+		     FILE *out, FILE *err)
+{
+	bool tty = isatty(fileno(out));
+	int rc = EXIT_SUCCESS;
+	double interval;
+	uint64_t count;
+
+	watch_args(argc, argv, &interval, &count, err);
+	for (uint64_t round = 0; !count || round < count; round++) {
+		json_t *status, *flows;
+		char when[32];
+		time_t now = time(NULL);
+
+		if (round) {
+			struct timespec ts = { (time_t)interval,
+					       (long)((interval - (double)(time_t)interval) * 1e9) };
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
+		strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
+		if (tty)
+			fputs("\033[H\033[2J", out);
+		else if (round)
+			fputs("---\n", out);
+		fprintf(out, "justitiad on %s at %s (every %gs; Ctrl-C ends)\n\n", path, when,
+			interval);
+		rc = fetch_state(o, path, &status, &flows, out);
+		if (!rc) {
+			json_t *fr = xjson(json_pack("{s:O}", "flows", flows));
+
+			show_status(status, out);
+			fputc('\n', out);
+			show_flows(fr, out);
+			json_decref(fr);
+		}
+		json_decref(status);
+		json_decref(flows);
+		if (fflush(out) || ferror(out)) {
+			fprintf(err, "justctl: write error: %s\n", strerror(errno));
+			return EXIT_FAILURE;
+		}
+	}
+	return rc;
+}
+
 static const struct ctl_cmd {
 	const char *name;
 	const char *args;
@@ -847,6 +1041,9 @@ static const struct ctl_cmd {
 	void (*show)(const json_t *reply, FILE *out);
 	/* after a successful reply, for commands that take a while */
 	int (*follow)(const struct ctl_opts *o, const char *path, FILE *out, FILE *err);
+	/* commands that do their own requests (argv as for build) */
+	int (*run)(const struct ctl_opts *o, const char *path, int argc, char **argv, FILE *out,
+		   FILE *err);
 } commands[] = {
 	{ "status", "", "daemon, controller and device state", build_plain, show_status },
 	{ "flows", "[--all]", "registered flows (--all: also unmanaged ones)", build_flows,
@@ -855,6 +1052,10 @@ static const struct ctl_cmd {
 	{ "version", "", "justctl and justitiad versions", build_plain, show_version },
 	{ "calibrate", "[MS]", "measure the max rate against the reference peer (root)",
 	  build_calibrate, show_calibrate, follow_calibrate },
+	{ "metrics", "[--no-flows] [-o FILE]", "state in Prometheus text format (FILE: atomically)",
+	  build_metrics, NULL, NULL, run_metrics },
+	{ "watch", "[-n SEC] [-c COUNT]", "status and flows, refreshed every SEC (2) seconds",
+	  build_watch, NULL, NULL, run_watch },
 };
 
 static void usage(FILE *out)
@@ -1010,6 +1211,38 @@ static void show_error(const char *cmd, const json_t *reply, FILE *err)
 	free(msg);
 }
 
+/* A paged reply (flows: "next" is not null) is completed with the following
+ * pages on the same connection, their "flows" appended to the first's; NULL
+ * with *e set if a page fails. */
+static json_t *more_pages(int fd, json_t *req, json_t *reply, int timeout_ms, int *e)
+{
+	const char *k;
+	json_t *next, *v;
+
+	while (reply && json_is_true(json_object_get(reply, "ok")) &&
+	       json_is_object(next = json_object_get(reply, "next"))) {
+		json_t *more;
+
+		json_object_foreach(next, k, v)
+			json_object_set(req, k, v);
+		more = proto_call(fd, req, timeout_ms, NULL, NULL, 0, e);
+		if (!more || !json_is_true(json_object_get(more, "ok")) ||
+		    !json_is_array(json_object_get(more, "flows"))) {
+			json_decref(reply);
+			if (more && !json_is_true(json_object_get(more, "ok")))
+				return more; /* its error is shown */
+			json_decref(more);
+			if (!*e)
+				*e = -EPROTO;
+			return NULL;
+		}
+		json_array_extend(json_object_get(reply, "flows"), json_object_get(more, "flows"));
+		json_object_set(reply, "next", json_object_get(more, "next"));
+		json_decref(more);
+	}
+	return reply;
+}
+
 static int ctl_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	const struct ctl_cmd *cmd;
@@ -1027,6 +1260,10 @@ static int ctl_main(int argc, char **argv, FILE *out, FILE *err)
 		return rc;
 	rc = EXIT_FAILURE;
 	path = o.socket ? o.socket : proto_socket_path();
+	if (cmd->run) {
+		rc = cmd->run(&o, path, argc - first, argv + first, out, err);
+		goto out_req;
+	}
 	fd = proto_connect(path, o.timeout_ms);
 	if (fd < 0) {
 		fprintf(err, "justctl: cannot connect to %s: %s%s\n", path, strerror(-fd),
@@ -1034,6 +1271,7 @@ static int ctl_main(int argc, char **argv, FILE *out, FILE *err)
 		goto out_req;
 	}
 	reply = proto_call(fd, req, o.timeout_ms, NULL, NULL, 0, &e);
+	reply = more_pages(fd, req, reply, o.timeout_ms, &e);
 	close(fd);
 	if (!reply) {
 		if (e == -ETIMEDOUT)

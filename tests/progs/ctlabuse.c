@@ -2,6 +2,7 @@
 /* ctlabuse: a hostile client of justitiad's control socket.
  *
  *   ctlabuse SOCKET MAX_CLIENTS MAX_FLOWS_PER_CLIENT MAX_REQUEST_BYTES
+ *   ctlabuse flood SOCKET CONNECTIONS HOLD_MS      (as an unprivileged user)
  *
  * Sends malformed, unknown and oversized requests, opens more connections
  * than allowed, registers more flows than allowed, scribbles over the
@@ -10,6 +11,7 @@
  * "ok"/"not ok" line per check; exits 0 when all passed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -178,21 +182,133 @@ static void oversized(size_t max)
 	check(daemon_alive(), "daemon alive after an oversized request");
 }
 
+/* As root (an administrator): never turned away.  Beyond max_clients the
+ * connections come from the administrators' reserve, which answers status
+ * but registers no flows. */
 static void too_many_clients(int max)
 {
-	int fds[1024], n = 0, refused = 0;
+	int fds[1024], n = 0, answered = 0;
+	const char *got;
 
-	for (n = 0; n < max + 6 && n < 1024; n++) { /* root may use 4 beyond max */
+	for (n = 0; n < max + 12 && n < 1024; n++) {
 		fds[n] = connect_or_die();
-		if (!strcmp(raw_call(fds[n], VERSION_REQ, strlen(VERSION_REQ)), PROTO_E_LIMIT))
-			refused++;
+		answered += !strcmp(raw_call(fds[n], VERSION_REQ, strlen(VERSION_REQ)), "ok");
 	}
-	check(refused >= 1, "connections beyond max_clients %d refused with limit (%d refused)",
-	      max, refused);
+	check(answered == n, "root answered on all %d connections (max_clients %d): %d", n, max,
+	      answered);
+	got = raw_call(fds[n - 1], "{\"v\":1,\"cmd\":\"hello\",\"pid\":1,\"comm\":\"x\","
+				   "\"role\":\"shim\"}\n", 63);
+	check(!strcmp(got, PROTO_E_LIMIT), "hello on a reserved connection answered %s", got);
 	while (n--)
 		close(fds[n]);
 	usleep(200000);
 	check(daemon_alive(), "daemon alive after too many clients");
+}
+
+/* flood SOCKET N HOLD_MS: as an unprivileged user, N connections at once
+ * (refused beyond the limits, with a limit error), a quarter of them with
+ * half a request, some with a 1 MiB line, some asking for replies they
+ * never read; held for HOLD_MS (more than the daemon's idle_timeout_ms),
+ * then each is checked: refused, timed out, too large or disconnected,
+ * never silently left hanging. */
+static int flood(int n, int hold_ms)
+{
+	static char big[1 << 20];
+	int *fds = calloc((size_t)n, sizeof(*fds)), connected = 0, refused = 0, timeouts = 0,
+	    too_large = 0, closed = 0, open_left = 0;
+	static const char half[] = "{\"v\":1,\"cmd\":\"sta";
+	const char *got;
+
+	memset(big, ' ', sizeof(big));
+	big[sizeof(big) - 1] = '\n';
+	for (int i = 0; i < n; i++) {
+		fds[i] = proto_connect(sock_path, 2000);
+		if (fds[i] < 0)
+			continue;
+		connected++;
+		switch (i % 8) {
+		case 0:
+		case 1: /* half a line, then silence */
+			send(fds[i], half, strlen(half), MSG_NOSIGNAL);
+			break;
+		case 2: /* a line of 1 MiB */
+			send(fds[i], big, sizeof(big), MSG_NOSIGNAL | MSG_DONTWAIT);
+			break;
+		case 3: /* ask, never read */
+			for (int k = 0; k < 64; k++)
+				send(fds[i], STATUS_REQ, strlen(STATUS_REQ), MSG_NOSIGNAL | MSG_DONTWAIT);
+			break;
+		default: /* connect and say nothing */
+			break;
+		}
+	}
+	usleep((useconds_t)hold_ms * 1000);
+	/* then every connection must come to an end: an answer or a close,
+	 * however long a slow (emulated) machine takes to get to it (60 s) */
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int left = connected; left;) {
+		struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
+		int np = 0;
+
+		for (int i = 0; i < n; i++)
+			if (fds[i] >= 0)
+				pf[np++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		left = np;
+		if (np && poll(pf, (nfds_t)np, 100) > 0) {
+			for (int k = 0; k < np; k++) {
+				int i;
+
+				if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+					continue;
+				for (i = 0; i < n && fds[i] != pf[k].fd; i++)
+					;
+				if (i % 8 == 3) { /* its replies, then the end */
+					char buf[65536];
+					ssize_t r;
+
+					while ((r = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+						;
+					if (r < 0 && errno == EAGAIN)
+						continue; /* more to come */
+					closed++;
+				} else {
+					got = raw_call(fds[i], "", 0);
+					if (!strcmp(got, PROTO_E_LIMIT))
+						refused++;
+					else if (!strcmp(got, "timeout"))
+						timeouts++;
+					else if (!strcmp(got, PROTO_E_TOO_LARGE))
+						too_large++;
+					else
+						closed++;
+				}
+				close(fds[i]);
+				fds[i] = -1;
+				left--;
+			}
+		}
+		free(pf);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > 60)
+			break;
+	}
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			open_left++;
+			close(fds[i]);
+		}
+	printf("flood: %d connections, %d refused (limit), %d timed out, %d too large, "
+	       "%d disconnected, %d still open\n", connected, refused, timeouts, too_large, closed,
+	       open_left);
+	check(refused > 0, "connections beyond the limits refused with limit");
+	check(timeouts > 0, "idle and half-line connections closed with timeout");
+	check(open_left == 0, "no connection left hanging without an answer (%d)", open_left);
+	check(daemon_alive(), "daemon alive after the flood");
+	free(fds);
+	printf("%s\n", failures ? "FAILED" : "all passed");
+	return failures ? 1 : 0;
 }
 
 static void shm_abuse(int max_flows)
@@ -323,6 +439,10 @@ static void shm_abuse(int max_flows)
 
 int main(int argc, char **argv)
 {
+	if (argc == 5 && !strcmp(argv[1], "flood")) {
+		sock_path = argv[2];
+		return flood(atoi(argv[3]), atoi(argv[4]));
+	}
 	if (argc != 5) {
 		fprintf(stderr, "usage: ctlabuse SOCKET MAX_CLIENTS MAX_FLOWS_PER_CLIENT "
 				"MAX_REQUEST_BYTES\n");

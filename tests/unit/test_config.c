@@ -30,6 +30,8 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->limits.max_flows, b->limits.max_flows);
 	assert_int_equal(a->limits.max_flows_per_client, b->limits.max_flows_per_client);
 	assert_int_equal(a->limits.max_request_bytes, b->limits.max_request_bytes);
+	assert_int_equal(a->limits.max_clients_per_uid, b->limits.max_clients_per_uid);
+	assert_int_equal(a->limits.idle_timeout_ms, b->limits.idle_timeout_ms);
 	assert_string_equal(a->reference.listen_address, b->reference.listen_address);
 	assert_int_equal(a->reference.listen_port, b->reference.listen_port);
 	assert_string_equal(a->reference.secret_file, b->reference.secret_file);
@@ -407,6 +409,41 @@ static void manual_page(void **state)
 	free(doc);
 }
 
+/* The shipped example (etc/justitiad.json, installed as
+ * SYSCONFDIR/justitia/justitiad.json): valid, complete (every key of the
+ * schema appears in it, so an operator sees each one), and at the built-in
+ * defaults, so installing it changes nothing until it is edited. */
+static void assert_in_example(const char *text, const struct section *sec)
+{
+	char key[64];
+
+	for (size_t i = 0; i < sec->n; i++) {
+		snprintf(key, sizeof(key), "\"%s\":", sec->fields[i].key);
+		if (!strstr(text, key) && strcmp(sec->fields[i].key, "socket") != 0)
+			fail_msg("key %s is not in etc/justitiad.json", key);
+		if (sec->fields[i].type == T_OBJ)
+			assert_in_example(text, sec->fields[i].sub);
+	}
+}
+
+static void shipped_example(void **state)
+{
+	char *text = read_text("etc/justitiad.json"), *doc = read_text("docs/justitiad.json.5.md");
+	struct config c, d;
+
+	(void)state;
+	parse_ok(text, &c);
+	config_init_defaults(&d);
+	assert_config_equal(&c, &d);
+	assert_in_example(text, &top_section);
+	assert_non_null(strstr(text, "\"_comment\""));
+	assert_non_null(strstr(doc, "etc/justitiad.json"));
+	config_free(&c);
+	config_free(&d);
+	free(text);
+	free(doc);
+}
+
 static void unreadable_files(void **state)
 {
 	char err[512];
@@ -454,6 +491,13 @@ static const struct {
 	{ "{\"tokens\": {\"bytes\": 512}, \"tokens\\u0031\": 1}", "1:28: tokens1: unknown key" },
 	{ "{\"apps\": [{\"comm\": \"a\", \"prio\": 1}]}", "1:25: apps[0].prio: unknown key" },
 	{ "{\"runtime_dir\": \"/\xc3\xa9\", \"zz\": 1}", "1:24: zz: unknown key" },
+	{ "{\"limits\": {\"max_clients\": 10, \"max_clients_per_uid\": 20}}",
+	  "1:55: limits.max_clients_per_uid: 20 is out of range (1..max_clients = 10)" },
+	/* comments: "_comment..." members hold a string or an array of strings */
+	{ "{\"_comment\": 1}", "1:14: _comment: a comment must be a string or an array of strings, got an integer" },
+	{ "{\"limits\": {\"_comment_x\": [\"a\", {}]}}", "1:33: limits._comment_x[1]: a comment must be a string or an array of strings, got an object" },
+	{ "{\"_commnet\": \"typo\"}", "1:2: _commnet: unknown key" },
+	{ "{\"comment\": \"no underscore\"}", "1:2: comment: unknown key" },
 	/* types */
 	{ "{\"limits\": {\"max_clients\": \"10\"}}",
 	  "1:28: limits.max_clients: expected an integer, got a string" },
@@ -907,6 +951,7 @@ int main(void)
 		cmocka_unit_test(full_file_round_trip),
 		cmocka_unit_test(bad_sample_files),
 		cmocka_unit_test(manual_page),
+		cmocka_unit_test(shipped_example),
 		cmocka_unit_test(unreadable_files),
 		cmocka_unit_test(bad_inputs),
 		cmocka_unit_test(error_leaves_defaults),

@@ -13,6 +13,7 @@ int justctl_main(int argc, char **argv);
 #include "../../tools/justctl.c"
 #undef main
 #include "../../common/proto.c"
+#include "../../tools/ctl_metrics.c"
 
 #include <pthread.h>
 #include <sys/un.h>
@@ -597,13 +598,15 @@ static void exit_codes(void **state UNUSED)
 	unsetenv(PROTO_SOCKET_ENV);
 }
 
-/* A fake justitiad: accepts one connection, records the request line and
- * answers with @reply (NULL: stays silent until the client hangs up). */
+/* A fake justitiad: accepts one connection, records the request lines and
+ * answers each with the next line of @reply (NULL: stays silent until the
+ * client hangs up).  @request is the last request, @requests all of them. */
 struct fake {
 	char path[108];
 	int lfd;
 	const char *reply;
 	char request[512];
+	char requests[2048];
 	int failed;
 };
 
@@ -612,6 +615,7 @@ static void *fake_thread(void *arg)
 	struct fake *f = arg;
 	struct proto_linebuf lb;
 	char buf[512], *line;
+	const char *rp = f->reply;
 	size_t len;
 	ssize_t n;
 	int c;
@@ -622,29 +626,39 @@ static void *fake_thread(void *arg)
 		return NULL;
 	}
 	proto_linebuf_init(&lb, 0);
-	while (proto_linebuf_next(&lb, &line, &len) != 1) {
-		n = proto_recv(c, buf, sizeof(buf), NULL, NULL, 0);
-		if (n <= 0) {
-			f->failed = __LINE__;
-			goto out;
+	do {
+		size_t rl;
+
+		while (proto_linebuf_next(&lb, &line, &len) != 1) {
+			n = proto_recv(c, buf, sizeof(buf), NULL, NULL, 0);
+			if (n <= 0) {
+				f->failed = __LINE__;
+				goto out;
+			}
+			proto_linebuf_feed(&lb, buf, (size_t)n);
 		}
-		proto_linebuf_feed(&lb, buf, (size_t)n);
-	}
-	snprintf(f->request, sizeof(f->request), "%s", line);
-	free(line);
-	if (f->reply) {
-		if (proto_send(c, f->reply, strlen(f->reply), NULL, 0) ||
-		    proto_send(c, "\n", 1, NULL, 0))
+		snprintf(f->request, sizeof(f->request), "%s", line);
+		snprintf(f->requests + strlen(f->requests), sizeof(f->requests) - strlen(f->requests),
+			 "%s\n", line);
+		free(line);
+		if (!rp) {
+			while (proto_recv(c, buf, sizeof(buf), NULL, NULL, 0) > 0)
+				;
+			break;
+		}
+		rl = strcspn(rp, "\n");
+		if (proto_send(c, rp, rl, NULL, 0) || proto_send(c, "\n", 1, NULL, 0))
 			f->failed = __LINE__;
-	} else {
-		while (proto_recv(c, buf, sizeof(buf), NULL, NULL, 0) > 0)
-			;
-	}
+		rp += rl;
+		rp += *rp == '\n';
+	} while (*rp);
 out:
 	proto_linebuf_free(&lb);
 	close(c);
 	return NULL;
 }
+
+static char fake_requests[2048];
 
 static struct run run_fake(const char *reply, const char *opts, const char *cmd, char *request)
 {
@@ -668,10 +682,116 @@ static struct run run_fake(const char *reply, const char *opts, const char *cmd,
 	assert_int_equal(f.failed, 0);
 	if (request)
 		strcpy(request, f.request);
+	strcpy(fake_requests, f.requests);
 	close(f.lfd);
 	unlink(f.path);
 	rmdir(dir);
 	return r;
+}
+
+/* flows in pages: justctl asks for the next page with the reply's "next"
+ * on the same connection and lists every flow of every page. */
+static void flows_pages(void **state UNUSED)
+{
+	struct run r;
+
+	r = run_fake("{\"v\":1,\"ok\":true,\"id\":1,\"flows\":[{\"id\":3,\"pid\":10,"
+		     "\"comm\":\"a\",\"class\":\"bandwidth\",\"device\":\"rxe0\",\"port\":1,"
+		     "\"qpn\":17,\"managed\":true}],\"next\":{\"after\":3}}\n"
+		     "{\"v\":1,\"ok\":true,\"id\":1,\"flows\":[],\"next\":{\"unmanaged_from\":0}}\n"
+		     "{\"v\":1,\"ok\":true,\"id\":1,\"flows\":[{\"id\":null,\"pid\":11,"
+		     "\"comm\":\"b\",\"class\":null,\"device\":\"rxe0\",\"port\":null,"
+		     "\"qpn\":18,\"managed\":false}],\"next\":null}",
+		     "", "flows --all", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake_requests,
+			    "{\"v\":1,\"cmd\":\"flows\",\"id\":1,\"all\":true}\n"
+			    "{\"v\":1,\"cmd\":\"flows\",\"id\":1,\"all\":true,\"after\":3}\n"
+			    "{\"v\":1,\"cmd\":\"flows\",\"id\":1,\"all\":true,\"after\":3,"
+			    "\"unmanaged_from\":0}\n");
+	assert_non_null(strstr(r.out, "17"));
+	assert_non_null(strstr(r.out, "18"));
+	assert_non_null(strstr(r.out, "unmanaged"));
+	run_free(&r);
+
+	/* an error on a later page is shown, and fails */
+	r = run_fake("{\"v\":1,\"ok\":true,\"id\":1,\"flows\":[],\"next\":{\"after\":3}}\n"
+		     "{\"v\":1,\"ok\":false,\"id\":1,\"error\":{\"code\":\"bad_request\","
+		     "\"message\":\"no\"}}", "", "flows", NULL);
+	assert_int_equal(r.rc, 1);
+	assert_string_equal(r.err, "justctl: flows: bad_request: no\n");
+	run_free(&r);
+}
+
+/* metrics and watch: status, then flows, on one connection each round. */
+static void metrics_and_watch(void **state UNUSED)
+{
+	static const char replies[] =
+		"{\"v\":1,\"ok\":true,\"id\":1,\"daemon\":{\"version\":\"0.1.0\",\"pid\":4,"
+		"\"uptime_ms\":1000},\"controller\":{\"safe_util_bps\":1000000000},"
+		"\"counts\":{\"clients\":1,\"flows\":1,\"latency\":0,\"throughput\":0,"
+		"\"bandwidth\":1}}\n"
+		"{\"v\":1,\"ok\":true,\"id\":1,\"flows\":[{\"id\":5,\"pid\":4,\"comm\":\"bw\","
+		"\"class\":\"bandwidth\",\"device\":\"rxe0\",\"port\":1,\"qpn\":17,"
+		"\"bytes\":77,\"managed\":true}],\"next\":null}";
+	char dir[] = "/tmp/test_justctl_m.XXXXXX", opts[128], *text;
+	struct run r;
+	FILE *f;
+
+	r = run_fake(replies, "", "metrics", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake_requests, "{\"v\":1,\"cmd\":\"status\",\"id\":1}\n"
+					   "{\"v\":1,\"cmd\":\"flows\",\"id\":1}\n");
+	assert_non_null(strstr(r.out, "\njustitia_up 1\n"));
+	assert_non_null(strstr(r.out, "\njustitia_safe_util_bits_per_second 1000000000\n"));
+	assert_non_null(strstr(r.out, "justitia_flow_sent_bytes_total{flow=\"5\",pid=\"4\","
+				      "comm=\"bw\",class=\"bandwidth\",device=\"rxe0\",port=\"1\"} 77\n"));
+	run_free(&r);
+
+	/* -o FILE: written whole (through FILE.tmp), also when the daemon is down */
+	assert_non_null(mkdtemp(dir));
+	snprintf(opts, sizeof(opts), "metrics -o %s/j.prom", dir);
+	r = run_fake(replies, "", opts, NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.out, "");
+	snprintf(opts, sizeof(opts), "%s/j.prom", dir);
+	f = fopen(opts, "r");
+	assert_non_null(f);
+	text = calloc(1, 65536);
+	assert_true(fread(text, 1, 65535, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(text, "\njustitia_up 1\n"));
+	free(text);
+	run_free(&r);
+	snprintf(opts, sizeof(opts), "justctl -s %s/none.sock metrics -o %s/j.prom", dir, dir);
+	r = run_args(opts);
+	assert_int_equal(r.rc, 1);
+	snprintf(opts, sizeof(opts), "%s/j.prom", dir);
+	f = fopen(opts, "r");
+	text = calloc(1, 4096);
+	assert_true(fread(text, 1, 4095, f) > 0);
+	fclose(f);
+	assert_non_null(strstr(text, "\njustitia_up 0\n"));
+	free(text);
+	unlink(opts);
+	rmdir(dir);
+	run_free(&r);
+
+	/* watch, one round, not a terminal: status, then the flows table */
+	r = run_fake(replies, "", "watch -c 1 -n 0.1", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "justitiad on "));
+	assert_non_null(strstr(r.out, "clients:"));
+	assert_non_null(strstr(r.out, "rxe0/1"));
+	assert_null(strstr(r.out, "\033["));
+	run_free(&r);
+
+	r = run_args("justctl watch -n 0");
+	assert_int_equal(r.rc, EXIT_USAGE);
+	run_free(&r);
+	r = run_args("justctl metrics --bogus");
+	assert_int_equal(r.rc, EXIT_USAGE);
+	run_free(&r);
 }
 
 static void against_fake_daemon(void **state UNUSED)
@@ -851,6 +971,8 @@ int main(void)
 		cmocka_unit_test(set_and_version),
 		cmocka_unit_test(exit_codes),
 		cmocka_unit_test(against_fake_daemon),
+		cmocka_unit_test(flows_pages),
+		cmocka_unit_test(metrics_and_watch),
 		cmocka_unit_test(calibrate_follows),
 	};
 

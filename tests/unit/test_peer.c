@@ -426,6 +426,8 @@ static void strict_wire(void **state)
 		const char *line, *reply;
 	} bad[] = {
 		{ "{\"v\":2,\"type\":\"hello\"}\n", "version 2 not supported" },
+		/* 2^32 + 1 is not version 1 (an (int) cast made it so) */
+		{ "{\"v\":4294967297,\"type\":\"hello\"}\n", "not supported" },
 		{ "not json\n", "invalid JSON" },
 		{ "{\"v\":1}\n", "without a type" },
 		{ "{\"v\":1,\"type\":\"req\",\"id\":1,\"op\":\"echo\"}\n", "expected hello" },
@@ -509,6 +511,76 @@ static void strict_wire(void **state)
 	cfg_free(&a.cfg);
 }
 
+/* A peer configured by host name is resolved on a thread, not in the event
+ * loop (getaddrinfo() may wait seconds for DNS, on every redial): right
+ * after the dial the connection has no socket yet; it comes up once the
+ * thread's answer has been taken from the loop. */
+static void host_name_resolved_off_loop(void **state)
+{
+	struct box a, b;
+	struct peer *p;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	box_cfg(&a, NULL);
+	box_cfg(&b, NULL);
+	set_peer(&a, 9); /* allows 127.0.0.1 */
+	assert_int_equal(peer_ctx_init(&a.pc, loop, &a.cfg, 800), 0);
+	set_peer(&b, a.pc.listen_port);
+	snprintf(b.cfg.peers[0].address, sizeof(b.cfg.peers[0].address), "localhost");
+	assert_int_equal(peer_ctx_init(&b.pc, loop, &b.cfg, 801), 0);
+	p = peer_outgoing(&b.pc, 0);
+	assert_int_equal(p->state, PEER_CONNECTING);
+	assert_int_equal(p->fd, -1);          /* not connecting yet: resolving */
+	assert_true(p->resolve_token != 0);
+	for (int i = 0; i < 3000 && p->state != PEER_UP; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		usleep(1000);
+	}
+	assert_int_equal(p->state, PEER_UP);
+	assert_int_equal(p->resolve_token, 0);
+	/* a literal is dialled at once */
+	set_peer(&b, a.pc.listen_port);
+	peer_ctx_reconfigure(&b.pc, &b.cfg);
+	p = peer_outgoing(&b.pc, 0);
+	assert_true(p->fd >= 0);
+	assert_int_equal(p->resolve_token, 0);
+	/* a name being resolved while the peers are rebuilt: the answer is dropped */
+	snprintf(b.cfg.peers[0].address, sizeof(b.cfg.peers[0].address), "localhost");
+	peer_ctx_reconfigure(&b.pc, &b.cfg);
+	set_peer(&b, a.pc.listen_port);
+	peer_ctx_reconfigure(&b.pc, &b.cfg);
+	pump(200);
+	peer_ctx_fini(&b.pc);
+	peer_ctx_fini(&a.pc);
+	pump(10);
+	cfg_free(&a.cfg);
+	cfg_free(&b.cfg);
+}
+
+/* One peer host cannot take every incoming slot (issue 16): each accepted
+ * connection may hold responders, so connections per host are bounded. */
+static void incoming_per_host(void **state)
+{
+	int fds[MAX_INCOMING_PER_HOST + 6];
+	struct box a;
+
+	memset(&a, 0, sizeof(a));
+	box_cfg(&a, NULL);
+	set_peer(&a, 9); /* allows 127.0.0.1 */
+	assert_int_equal(peer_ctx_init(&a.pc, loop, &a.cfg, 700), 0);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		fds[i] = raw_connect("127.0.0.1", a.pc.listen_port);
+	pump(50);
+	assert_int_equal(a.pc.n_in, MAX_INCOMING_PER_HOST);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		close(fds[i]);
+	pump(50);
+	assert_int_equal(a.pc.n_in, 0);
+	peer_ctx_fini(&a.pc);
+	cfg_free(&a.cfg);
+}
+
 static int setup(void **state)
 {
 	loop = ev_loop_new(EVFLAG_AUTO);
@@ -531,6 +603,8 @@ int main(void)
 		cmocka_unit_test(authenticated_channel),
 		cmocka_unit_test(authentication_failures),
 		cmocka_unit_test(strict_wire),
+		cmocka_unit_test(incoming_per_host),
+		cmocka_unit_test(host_name_resolved_off_loop),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

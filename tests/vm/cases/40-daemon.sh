@@ -18,7 +18,8 @@ conf() { # NAME DEVICE CLASS [COMM]: a rule giving COMM (ib_send_lat) CLASS
   "runtime_dir": "/run/$1",
   "socket_group": "nogroup",
   "log_level": "info",
-  "limits": { "max_clients": 16, "max_flows_per_client": 8, "max_request_bytes": 4096 },
+  "limits": { "max_clients": 16, "max_flows_per_client": 8, "max_request_bytes": 4096,
+              "idle_timeout_ms": 1000 },
   "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "1Gbit" } ],
   "apps": [ { "comm": "${4:-ib_send_lat}", "class": "$3" } ]
 }
@@ -174,6 +175,8 @@ sed -i 's/"log_level": "info"/"log_level": "debug"/' "$JV_OUT/jd1.json"
 kill -HUP "$PID_jd1"
 sleep 0.5
 expect_eq sighup.reloaded yes "$(grep -q 'configuration reloaded' "$JV_OUT/jd1.log" && echo yes)"
+# the value set at run time gives way to the file's, and the log says so (justctl(8), set)
+expect_eq sighup.set.replaced "100000 yes" "$(ctl jd1 --json status | jq -r .controller.target99_ns) $(grep -q 'reload: controller.target99_us 42 -> 100' "$JV_OUT/jd1.log" && echo yes)"
 echo '{ "log_level": 5 }' >"$JV_OUT/jd1.json"
 kill -HUP "$PID_jd1"
 sleep 0.5
@@ -186,6 +189,30 @@ expect_eq check.config.error "1 yes" "$? $(grep -q "bad.json:2:" <<<"$out" && ec
 
 # ---- a hostile client
 run_one ctlabuse build/tests/ctlabuse /run/jd0/justitiad.sock 16 8 4096
+# ---- a flood from an unprivileged user: 1000 connections, half lines,
+# 1 MiB lines, unread replies; root's justctl status is answered meanwhile
+# (its time is reported, not judged), and the refusals are logged rarely
+refusals_before=$(grep -c 'refusing pid' "$JV_OUT/jd0.log")
+setpriv --reuid=nobody --regid=nogroup --clear-groups build/tests/ctlabuse flood \
+	/run/jd0/justitiad.sock 1000 2500 >"$JV_OUT/flood.out" 2>&1 &
+FLOOD=$!
+sleep 0.5
+status_ok=0 times=
+for _ in 1 2 3 4 5; do
+	t0=$(date +%s%N)
+	ctl jd0 -t 60000 status >/dev/null && status_ok=$((status_ok + 1))
+	times="$times $(( ($(date +%s%N) - t0) / 1000000 ))ms"
+	sleep 0.2
+done
+wait $FLOOD
+flood_rc=$?
+cat "$JV_OUT/flood.out"
+echo "root's justctl status during the flood:$times"
+expect_eq flood.root.answered 5 "$status_ok"
+expect_eq flood.rc 0 "$flood_rc"
+refusals=$(( $(grep -c 'refusing pid' "$JV_OUT/jd0.log") - refusals_before ))
+expect_eq flood.refusals.rate.limited yes \
+	"$( [ "$refusals" -ge 1 ] && [ "$refusals" -le 10 ] && echo yes || echo "no: $refusals lines")"
 expect_eq daemons.still.up "0 0" "$(ctl jd0 version >/dev/null; echo $?) $(ctl jd1 version >/dev/null; echo $?)"
 
 kill -TERM "$PID_jd0" "$PID_jd1"

@@ -215,8 +215,20 @@ cap_list() {
 	echo "${out#,}"
 }
 
-# the unit file's CapabilityBoundingSet, applied to a root daemon
-UNIT_CAPS=$(sed -n 's/^CapabilityBoundingSet=//p' systemd/justitiad.service)
+# the base unit alone: no watcher privileges, the watcher is off and says why
+BASE_CAPS=$(sed -n 's/^CapabilityBoundingSet=//p' systemd/justitiad.service)
+R5=/run/jq5
+conf jq5 "$R5"
+BASE=(setpriv --bounding-set=-all,"$(cap_list "$BASE_CAPS")" --inh-caps=-all --)
+start_daemon jq5 "$R5" "${BASE[@]}"
+expect_eq caps.base.off "off true" "$(st "$R5" '"\(.qpwatch.state) \(.qpwatch.reason != null)"')"
+expect_eq caps.base.serves 0 "$("$C" -s "$R5/justitiad.sock" status >/dev/null; echo $?)"
+stop_daemon jq5
+
+# the unit's CapabilityBoundingSet with its QP watcher drop-in (the lines
+# are merged), applied to a root daemon
+UNIT_CAPS=$(sed -n 's/^CapabilityBoundingSet=//p' systemd/justitiad.service \
+	systemd/justitiad.service.d/qpwatch.conf | xargs)
 R4=/run/jq4
 conf jq4 "$R4"
 UNIT=(setpriv --bounding-set=-all,"$(cap_list "$UNIT_CAPS")" --inh-caps=-all --)

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of daemon/refflow.c that need no RDMA device: what peers may
+ * make the daemon register through ref_open (responders: pinned memory and
+ * QPs), per connection, per peer host and in total.  #includes refflow.c to
+ * reach its statics and links the daemon's other objects. */
+#include <arpa/inet.h>
+
+/* before cmocka.h, whose fail() macro would rename refflow.c's fail() */
+#include "../../daemon/refflow.c"
+#include "../../daemon/justitiad.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+uint64_t daemon_now_ns(void)
+{
+	return now_ns();
+}
+
+static struct sockaddr_storage host(const char *ip)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+	s4->sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, ip, &s4->sin_addr), 1);
+	return ss;
+}
+
+/* What op_ref_open does after resp_admit() said yes, without a device. */
+static void add(struct refflow *rf, uint64_t conn, const char *ip, size_t len)
+{
+	struct ref_responder *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->conn = conn;
+	r->host = host(ip);
+	r->len = len;
+	r->next = rf->resp;
+	rf->resp = r;
+	rf->n_resp++;
+	rf->resp_bytes += len;
+}
+
+static void free_all(struct refflow *rf)
+{
+	while (rf->resp)
+		responder_free(rf, rf->resp);
+}
+
+static int admit(struct refflow *rf, uint64_t conn, const char *ip, size_t len, char *why)
+{
+	struct sockaddr_storage ss = host(ip);
+
+	return resp_admit(rf, conn, &ss, len, why, 160);
+}
+
+/* The attack of issue 16: one peer host opens many connections, each with
+ * REF_MAX_RESPONDERS responders of REF_MAX_BUF.  Before the fix only the
+ * per-connection count was bounded: 128 connections x 4 x 4 MiB = 2 GiB. */
+static void one_host_many_connections(void **state)
+{
+	struct refflow rf = { 0 };
+	size_t granted = 0, bytes = 0;
+	char why[160];
+
+	(void)state;
+	for (uint64_t conn = 1; conn <= 128; conn++)
+		for (int i = 0; i < REF_MAX_RESPONDERS; i++)
+			if (!admit(&rf, conn, "192.0.2.1", REF_MAX_BUF, why)) {
+				add(&rf, conn, "192.0.2.1", REF_MAX_BUF);
+				granted++;
+				bytes += REF_MAX_BUF;
+			}
+	assert_true(granted <= REF_MAX_RESP_PER_HOST);
+	assert_true(bytes <= REF_MAX_RESP_BYTES_PER_HOST);
+	assert_true(granted >= 1); /* a calibration still fits */
+	assert_int_equal(admit(&rf, 999, "192.0.2.1", 10, why), -EBUSY);
+	assert_non_null(strstr(why, "per peer host"));
+	/* another host is not affected */
+	assert_int_equal(admit(&rf, 1000, "192.0.2.2", REF_MAX_BUF, why), 0);
+	free_all(&rf);
+	assert_int_equal(rf.n_resp, 0);
+	assert_int_equal(rf.resp_bytes, 0);
+}
+
+static void per_connection(void **state)
+{
+	struct refflow rf = { 0 };
+	char why[160];
+
+	(void)state;
+	for (int i = 0; i < REF_MAX_RESPONDERS; i++) {
+		assert_int_equal(admit(&rf, 7, "192.0.2.1", 10, why), 0);
+		add(&rf, 7, "192.0.2.1", 10);
+	}
+	assert_int_equal(admit(&rf, 7, "192.0.2.1", 10, why), -EBUSY);
+	assert_non_null(strstr(why, "per connection"));
+	free_all(&rf);
+}
+
+/* Many peer hosts together stay under the global bounds. */
+static void all_hosts(void **state)
+{
+	struct refflow rf = { 0 };
+	size_t bytes = 0, n = 0;
+	char why[160], ip[32];
+
+	(void)state;
+	for (int h = 1; h <= 64; h++) {
+		snprintf(ip, sizeof(ip), "198.51.100.%d", h);
+		for (uint64_t conn = 0; conn < 2; conn++)
+			for (int i = 0; i < REF_MAX_RESPONDERS; i++)
+				if (!admit(&rf, (uint64_t)h * 10 + conn, ip, REF_MAX_BUF, why)) {
+					add(&rf, (uint64_t)h * 10 + conn, ip, REF_MAX_BUF);
+					n++;
+					bytes += REF_MAX_BUF;
+				}
+	}
+	assert_true(n <= REF_MAX_RESP_TOTAL);
+	assert_true(bytes <= REF_MAX_RESP_BYTES_TOTAL);
+	assert_int_equal(admit(&rf, 5000, "203.0.113.1", REF_MAX_BUF, why), -EBUSY);
+	assert_non_null(strstr(why, "all peers"));
+	/* small responders of reference flows still fit the count bound */
+	free_all(&rf);
+	for (int h = 1; h <= REF_MAX_RESP_TOTAL; h++) {
+		snprintf(ip, sizeof(ip), "198.51.100.%d", h);
+		assert_int_equal(admit(&rf, (uint64_t)h, ip, REF_MSG_BYTES, why), 0);
+		add(&rf, (uint64_t)h, ip, REF_MSG_BYTES);
+	}
+	assert_int_equal(admit(&rf, 9999, "203.0.113.1", REF_MSG_BYTES, why), -EBUSY);
+	free_all(&rf);
+}
+
+/* jansson's "i" converts to int: an mtu of 2^32 + 3 became 3 (4096 bytes)
+ * and a lid of 2^32 became 0, both "in range". */
+static void endpoint_integers(void **state)
+{
+	static const char *const bad[] = {
+		"{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":0,\"mtu\":4294967299}",
+		"{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":4294967296,\"mtu\":3}",
+		"{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":-4294967296,\"mtu\":3}",
+	};
+	struct rdma_remote rr;
+	char err[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *j = json_loads(bad[i], 0, NULL);
+
+		assert_non_null(j);
+		if (rdma_remote_parse(j, false, &rr, err, sizeof(err)) != -EINVAL)
+			fail_msg("accepted %s", bad[i]);
+		json_decref(j);
+	}
+	{
+		json_t *j = json_loads("{\"qpn\":17,\"psn\":1,\"gid\":\"::1\",\"lid\":5,"
+				       "\"mtu\":3}", 0, NULL);
+
+		assert_int_equal(rdma_remote_parse(j, false, &rr, err, sizeof(err)), 0);
+		assert_int_equal(rr.lid, 5);
+		assert_int_equal(rr.mtu, IBV_MTU_1024);
+		json_decref(j);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_host_many_connections),
+		cmocka_unit_test(per_connection),
+		cmocka_unit_test(all_hosts),
+		cmocka_unit_test(endpoint_integers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
