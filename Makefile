@@ -205,6 +205,14 @@ $(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(B)/.flags
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
 		-ljansson -lev
 
+# The split protocol's fuzzer runs the shim's modules against a fake
+# provider (tests/splitfake.h): it needs what the shim links.
+$(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/splitfake.h $(B)/.flags
+	$(call msg,FUZZ,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
+		$(SHIM_LIBS)
+
 # ---------------------------------------------------------------- check / demo
 # Both README commands start by installing what is missing (tools/install-deps),
 # then build, then run.  The build runs in a sub-make so it happens after the
