@@ -139,9 +139,11 @@ $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
 
-# The controller glue is tested with the daemon's objects (not main.o): it
-# needs all of them, which one #included .c file cannot give.
-$(B)/tests/unit/test_controller: $(B)/obj/tests/unit/test_controller.o \
+# The controller glue and the control socket are tested with the daemon's
+# objects (not main.o): they need all of them, which one #included .c file
+# cannot give.
+DAEMON_UNITS := $(B)/tests/unit/test_controller $(B)/tests/unit/test_ctl
+$(DAEMON_UNITS): $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o \
 		$(filter-out $(B)/obj/daemon/main.o,$(DAEMON_OBJS)) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
