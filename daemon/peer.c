@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "peerauth.h"
 #include "peermsg.h"
@@ -31,14 +32,6 @@
 #define REFUSE_LOG_NS 10000000000ull
 
 static void dial(struct peer *p);
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 const char *peer_state_name(enum peer_state s)
 {
@@ -296,7 +289,7 @@ void peer_conn_fail(struct peer *p, const char *fmt, ...)
 	p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : PEER_BACKOFF_MIN_MS;
 	if (p->backoff_ms > PEER_BACKOFF_MAX_MS)
 		p->backoff_ms = PEER_BACKOFF_MAX_MS;
-	p->deadline_ns = now_ns() + p->backoff_ms * 1000000ull;
+	p->deadline_ns = clock_now_ns() + p->backoff_ms * 1000000ull;
 	peer_arm_timer(p);
 }
 
@@ -319,7 +312,7 @@ void peer_conn_refuse(struct peer *p, const char *fmt, ...)
  * deadline, the reconnect, or the earliest request deadline. */
 void peer_arm_timer(struct peer *p)
 {
-	uint64_t at = 0, now = now_ns();
+	uint64_t at = 0, now = clock_now_ns();
 
 	ev_timer_stop(p->pc->loop, &p->tw);
 	if (p->state == PEER_UP) {
@@ -338,7 +331,7 @@ void peer_arm_timer(struct peer *p)
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct peer *p = w->data;
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 	struct peer_pending **pp, *q;
 
 	if (p->magic != PEER_MAGIC)
@@ -455,7 +448,7 @@ static int conn_setup(struct peer *p, int fd)
 	ev_io_init(&p->ww, write_cb, fd, EV_WRITE);
 	p->rw.data = p;
 	p->ww.data = p;
-	p->deadline_ns = now_ns() + PEER_TIMEOUT_MS * 1000000ull;
+	p->deadline_ns = clock_now_ns() + PEER_TIMEOUT_MS * 1000000ull;
 	tune_socket(fd);
 	return 0;
 }
@@ -529,7 +522,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	normalize(&ss, &len);
 	addr_text(&ss, host, sizeof(host));
 	if (!allowed(pc, &ss) || pc->n_in >= MAX_INCOMING) {
-		uint64_t now = now_ns();
+		uint64_t now = clock_now_ns();
 
 		if (now - last_refusal > REFUSE_LOG_NS) {
 			log_warnx("peer connection from %s refused: %s", host,
@@ -794,7 +787,7 @@ int peer_request(struct peer *p, const char *op, json_t *args, peer_reply_fn cb,
 	q->id = p->next_id++;
 	q->cb = cb;
 	q->arg = arg;
-	q->deadline_ns = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : PEER_TIMEOUT_MS) *
+	q->deadline_ns = clock_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : PEER_TIMEOUT_MS) *
 					    1000000ull;
 	q->next = p->pending;
 	p->pending = q;

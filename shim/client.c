@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "proto.h"
 #include "shim.h"
@@ -45,14 +46,6 @@ static struct {
 	const char *cls_hint;         /* from JUSTITIA_CLASS, NULL = let the daemon decide */
 	int need_fail_open;           /* lost the daemon: QPs must stop pacing */
 } cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void shim_client_init(void)
 {
@@ -86,7 +79,7 @@ static void disconnect(int failed)
 		cl.backoff_ns = cl.backoff_ns ? cl.backoff_ns * 2 : BACKOFF_MIN_NS;
 		if (cl.backoff_ns > BACKOFF_MAX_NS)
 			cl.backoff_ns = BACKOFF_MAX_NS;
-		cl.retry_at_ns = now_ns() + cl.backoff_ns;
+		cl.retry_at_ns = clock_now_ns() + cl.backoff_ns;
 	}
 }
 
@@ -192,7 +185,7 @@ static int ensure_connected(void)
 		return 0;
 	if (cl.fd >= 0)
 		disconnect(0); /* inherited across fork: not ours */
-	if (now_ns() < cl.retry_at_ns)
+	if (clock_now_ns() < cl.retry_at_ns)
 		return -EAGAIN;
 	fd = proto_connect(NULL, CONNECT_TIMEOUT_MS);
 	if (fd < 0) {
@@ -324,7 +317,7 @@ static int daemon_gone(void)
 	if (poll(&pfd, 1, 0) > 0)
 		return 1;
 	return atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed) + 2000000000ull <
-	       now_ns();
+	       clock_now_ns();
 }
 
 void shim_client_poll(void)

@@ -24,15 +24,13 @@
 #include "../../daemon/controller.h"
 #include "../../daemon/ctl.h"
 #include "../../daemon/justitiad.h"
+#include "clock.h"
 #include "log.h"
 #include "proto.h"
 
 uint64_t daemon_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_now_ns();
 }
 
 static struct daemon d;

@@ -479,7 +479,7 @@ static void grace_period(void **state UNUSED)
 	struct qpw_event fresh = record(QPW_EV_CREATE, 200, "rxe0", 19);
 	struct qpw_event old = record(QPW_EV_CREATE, 201, "rxe0", 20);
 	json_t *arr = json_array(), *j;
-	uint64_t t0 = now_ns(); /* since boot: at least seconds */
+	uint64_t t0 = clock_now_ns(); /* since boot: at least seconds */
 
 	fake_init(&x);
 	x.w.grace_ns = t0 / 2;
