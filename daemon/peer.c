@@ -33,13 +33,6 @@
 
 static void dial(struct peer *p);
 
-const char *peer_state_name(enum peer_state s)
-{
-	static const char *const names[] = { "idle", "connecting", "handshake", "up", "down" };
-
-	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
-}
-
 /* ------------------------------------------------------------ addresses */
 
 static void normalize(struct sockaddr_storage *ss, socklen_t *len)
@@ -118,15 +111,6 @@ static bool allowed(const struct peer_ctx *pc, const struct sockaddr_storage *ss
 		if (same_host(&pc->allow[i].ss, ss))
 			return true;
 	return false;
-}
-
-int peer_remote_addr(const struct peer *p, struct sockaddr_storage *ss, socklen_t *len)
-{
-	*len = sizeof(*ss);
-	if (p->fd < 0 || getpeername(p->fd, (struct sockaddr *)ss, len))
-		return -ENOTCONN;
-	normalize(ss, len);
-	return 0;
 }
 
 /* ------------------------------------------------------------ output */
