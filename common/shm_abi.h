@@ -38,6 +38,10 @@ enum jst_flow_class {
 	JST_CLASS_THROUGHPUT = 1,
 	JST_CLASS_BANDWIDTH = 2,
 };
+#define JST_CLASS_COUNT 3
+/* Their names, in enum order, as the control protocol, the configuration,
+ * justbench and the logs spell them: the one list of them. */
+#define JST_CLASS_NAME_LIST "latency", "throughput", "bandwidth"
 
 enum jst_ctrl_mode {
 	JST_MODE_NORMAL = 0,      /* latency targets enforced */

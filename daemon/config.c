@@ -10,6 +10,7 @@
  */
 #include "config.h"
 #include "jsonpos.h"
+#include "shm_abi.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -90,12 +91,13 @@ struct field {
 
 #define AT(st, m) .off = offsetof(st, m), .size = sizeof(((st *)0)->m)
 
-static const char *const class_names[] = { "latency", "throughput", "bandwidth", NULL };
+static const char *const class_names[] = { JST_CLASS_NAME_LIST, NULL };
 static const char *const class_short[] = { "lat", "tput", "bw", NULL };
 static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
 static const char *const subsys_names[] = { "ctl",   "shm", "flow",	"ref", "ctrl",
 					    "token", "bpf", "config", NULL };
 static const char *const policy_names[] = { "keep", "ignore_latency", NULL };
+_Static_assert(ARRAY_SIZE(class_names) == JST_CLASS_COUNT + 1, "a name per class");
 _Static_assert(ARRAY_SIZE(subsys_names) == CONFIG_SUBSYS_MAX + 1, "a name per subsystem");
 _Static_assert(ARRAY_SIZE(level_names) == CONFIG_LOG_DEBUG + 2, "a name per log level");
 

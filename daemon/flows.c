@@ -110,6 +110,12 @@ void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 			  f->rate_bps, f->ops_per_s, f->wait_ns);
 }
 
+/* The slot carries enum jst_flow_class: the configuration's enum is the same. */
+_Static_assert((int)FLOW_CLASS_LATENCY == (int)JST_CLASS_LATENCY &&
+		       (int)FLOW_CLASS_THROUGHPUT == (int)JST_CLASS_THROUGHPUT &&
+		       (int)FLOW_CLASS_BANDWIDTH == (int)JST_CLASS_BANDWIDTH,
+	       "enum flow_class is enum jst_flow_class");
+
 void flows_publish(struct flows *fl, struct flow *f)
 {
 	struct flows_counts c;

@@ -85,7 +85,7 @@ void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
 void shim_classify_tick(struct shim_qp *q)
 {
 	int cls = atomic_exchange_explicit(&q->classify.verdict, -1, memory_order_acq_rel);
-	static const char *const names[] = { "latency", "throughput", "bandwidth" };
+	static const char *const names[] = { JST_CLASS_NAME_LIST };
 
 	if (cls < 0 || !atomic_load(&q->classify.on))
 		return;

@@ -205,7 +205,7 @@ static int ensure_connected(void)
 	return 0;
 }
 
-static const char *const class_names[] = { "latency", "throughput", "bandwidth" };
+static const char *const class_names[] = { JST_CLASS_NAME_LIST };
 
 static int class_from_name(const char *s)
 {
