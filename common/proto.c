@@ -435,6 +435,41 @@ ssize_t proto_send_once(int sock, const char *buf, size_t len, const int *fds, i
 	return send_some(sock, buf, len, fds, nfds, 0);
 }
 
+int proto_out_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n,
+		     size_t max)
+{
+	if (*len + n > max)
+		return -ENOBUFS;
+	if (*len + n > *cap) {
+		size_t c = *len + n + 4096;
+		char *p = realloc(*buf, c);
+
+		if (!p)
+			return -ENOMEM;
+		*buf = p;
+		*cap = c;
+	}
+	if (n) /* (*buf may still be NULL) */
+		memcpy(*buf + *len, data, n);
+	*len += n;
+	return 0;
+}
+
+int proto_out_flush(int sock, char *buf, size_t *len)
+{
+	while (*len) {
+		ssize_t n = send_some(sock, buf, *len, NULL, 0, MSG_DONTWAIT);
+
+		if (n == -EAGAIN || n == -EWOULDBLOCK)
+			return 1;
+		if (n < 0)
+			return (int)n;
+		memmove(buf, buf + n, *len - (size_t)n);
+		*len -= (size_t)n;
+	}
+	return 0;
+}
+
 static int send_all(int sock, const char *buf, size_t len, const int *fds, int nfds,
 		    int64_t deadline)
 {

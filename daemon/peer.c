@@ -117,19 +117,11 @@ static bool allowed(const struct peer_ctx *pc, const struct sockaddr_storage *ss
 
 static void flush_out(struct peer *p)
 {
-	while (p->out_len) {
-		ssize_t n = send(p->fd, p->out, p->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	int rc = proto_out_flush(p->fd, p->out, &p->out_len);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				break;
-			peer_conn_fail(p, "send: %s", strerror(errno));
-			return;
-		}
-		memmove(p->out, p->out + n, p->out_len - (size_t)n);
-		p->out_len -= (size_t)n;
+	if (rc < 0) {
+		peer_conn_fail(p, "send: %s", strerror(-rc));
+		return;
 	}
 	if (p->out_len)
 		ev_io_start(p->pc->loop, &p->ww);
@@ -142,8 +134,9 @@ static void flush_out(struct peer *p)
  * has failed then). */
 int peer_send(struct peer *p, json_t *msg)
 {
-	char *s = json_dumps(msg, JSON_COMPACT), mac[17];
-	size_t len, need;
+	char *s = json_dumps(msg, JSON_COMPACT), mac[18];
+	size_t len;
+	int rc;
 
 	json_decref(msg);
 	if (!s) {
@@ -151,34 +144,26 @@ int peer_send(struct peer *p, json_t *msg)
 		return -ENOMEM;
 	}
 	len = strlen(s);
-	need = len + 1 + (p->mac ? 17 : 0);
-	if (p->out_len + need > OUT_MAX) {
-		free(s);
-		peer_conn_fail(p, "peer does not read (%u bytes queued)", OUT_MAX);
-		return -ENOBUFS;
-	}
-	if (p->out_len + need > p->out_cap) {
-		size_t cap = p->out_len + need + 4096;
-		char *o = realloc(p->out, cap);
-
-		if (!o) {
-			free(s);
-			peer_conn_fail(p, "out of memory");
-			return -ENOMEM;
-		}
-		p->out = o;
-		p->out_cap = cap;
-	}
-	memcpy(p->out + p->out_len, s, len);
-	p->out_len += len;
-	if (p->mac) {
-		peerauth_u64_hex(mac, peerauth_line_mac(&p->k_tx, p->seq_tx++, s, len));
-		p->out[p->out_len++] = ' ';
-		memcpy(p->out + p->out_len, mac, 16);
-		p->out_len += 16;
-	}
-	p->out[p->out_len++] = '\n';
+	/* the line and its " MAC" go together or not at all */
+	mac[0] = ' ';
+	if (p->mac)
+		peerauth_u64_hex(mac + 1, peerauth_line_mac(&p->k_tx, p->seq_tx, s, len));
+	rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, s, len,
+			      OUT_MAX - 1 - (p->mac ? 17 : 0));
+	if (!rc && p->mac)
+		rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, mac, 17, OUT_MAX - 1);
+	if (!rc)
+		rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, "\n", 1, OUT_MAX);
 	free(s);
+	if (rc) {
+		if (rc == -ENOBUFS)
+			peer_conn_fail(p, "peer does not read (%u bytes queued)", OUT_MAX);
+		else
+			peer_conn_fail(p, "out of memory");
+		return rc;
+	}
+	if (p->mac)
+		p->seq_tx++;
 	flush_out(p);
 	return 0;
 }
