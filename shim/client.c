@@ -316,7 +316,7 @@ static int daemon_gone(void)
 		return 1;
 	if (poll(&pfd, 1, 0) > 0)
 		return 1;
-	return atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed) + 2000000000ull <
+	return atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed) + JST_HEARTBEAT_STALE_NS <
 	       clock_now_ns();
 }
 
