@@ -30,7 +30,7 @@
 #define JST_SHM_GLOBAL_MAGIC 0x4a535447u /* "JSTG" */
 #define JST_SHM_CLIENT_MAGIC 0x4a535443u /* "JSTC" */
 #define JST_SHM_VERSION_MAJOR 1
-#define JST_SHM_VERSION_MINOR 0
+#define JST_SHM_VERSION_MINOR 1
 #define JST_CACHELINE 64
 
 enum jst_flow_class {
@@ -44,6 +44,18 @@ enum jst_flow_class {
 /* Their names, in enum order, as the control protocol, the configuration,
  * justbench and the logs spell them: the one list of them. */
 #define JST_CLASS_NAME_LIST "latency", "throughput", "bandwidth"
+
+/* jst_shm_global.pace_mode (minor 1): what the controlled device needs from
+ * its bandwidth and throughput flows (docs/libjustitia.7, "Pacing modes").
+ * The daemon also says it per flow (jst_flow_ctl.flags, chunk_bytes, rates);
+ * mode_gen is bumped at every change, so a shim whose QPs post directly
+ * notices a change on its next post without a thread of its own. */
+enum jst_pace_mode {
+	JST_PACE_OFF = 0,     /* no latency flow, <= 1 active flow: post directly */
+	JST_PACE_SHARE = 1,   /* no latency flow, flows compete: large tokens,
+			       * work-conserving shares of the measured capacity */
+	JST_PACE_PROTECT = 2, /* latency flows: small chunks, SafeUtil */
+};
 
 enum jst_ctrl_mode {
 	JST_MODE_NORMAL = 0,      /* latency targets enforced */
@@ -86,7 +98,8 @@ struct jst_shm_global {
 	_Atomic uint32_t chunk_bytes;          /* current split size */
 	_Atomic uint32_t alpha_permille;       /* Appendix D wait hint */
 	_Atomic uint64_t token_bytes;
-	uint8_t reserved2[JST_CACHELINE - 56];
+	_Atomic uint32_t pace_mode;            /* enum jst_pace_mode (minor 1) */
+	_Atomic uint32_t mode_gen;             /* bumped when pace_mode changes */
 };
 
 /* One flow slot of the global segment: daemon-written. */
@@ -136,6 +149,8 @@ struct jst_flow_stats {
 _Static_assert(sizeof(struct jst_shm_global) == 2 * JST_CACHELINE, "global header size");
 _Static_assert(offsetof(struct jst_shm_global, heartbeat_ns) == JST_CACHELINE,
 	       "controller line starts on its own cache line");
+_Static_assert(offsetof(struct jst_shm_global, mode_gen) == 2 * JST_CACHELINE - 4,
+	       "pace_mode and mode_gen took the controller line's reserved space");
 _Static_assert(sizeof(struct jst_flow_ctl) == JST_CACHELINE, "one cache line per flow slot");
 _Static_assert(sizeof(struct jst_shm_client) == JST_CACHELINE, "client header size");
 _Static_assert(sizeof(struct jst_flow_stats) == JST_CACHELINE, "one cache line per flow stats");

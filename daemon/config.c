@@ -98,6 +98,7 @@ static const char *const level_names[] = { "error", "warn", "info", "debug", NUL
 static const char *const subsys_names[] = { "ctl",   "shm", "flow",	"ref", "ctrl",
 					    "token", "bpf", "config", NULL };
 static const char *const policy_names[] = { "keep", "ignore_latency", NULL };
+static const char *const pace_mode_names[] = { "auto", "share", "protect", NULL };
 _Static_assert(ARRAY_SIZE(class_names) == JST_CLASS_COUNT + 1, "a name per class");
 _Static_assert(ARRAY_SIZE(subsys_names) == CONFIG_SUBSYS_MAX + 1, "a name per subsystem");
 _Static_assert(ARRAY_SIZE(level_names) == CONFIG_LOG_DEBUG + 2, "a name per log level");
@@ -865,6 +866,7 @@ static const struct field controller_fields[] = {
 	{ "unattainable_delta_ms", T_INT, AT(struct config_controller, unattainable_delta_ms), 100,
 	  3600000 },
 	{ "stale_ms", T_INT, AT(struct config_controller, stale_ms), 1, 60000 },
+	{ "pace_mode", T_ENUM, AT(struct config_controller, pace_mode), .names = pace_mode_names },
 	{ "cpu_alpha", T_REAL, AT(struct config_controller, cpu_alpha) },
 };
 SECTION(controller, 0, NULL, NULL);

@@ -42,6 +42,9 @@ enum config_subsys {
 };
 
 enum config_unattainable { CONFIG_UNATTAINABLE_KEEP, CONFIG_UNATTAINABLE_IGNORE_LATENCY };
+/* controller.pace_mode: the lowest pace mode the controller may choose
+ * (enum jst_pace_mode order: auto = off). */
+enum config_pace_mode { CONFIG_PACE_AUTO, CONFIG_PACE_SHARE, CONFIG_PACE_PROTECT };
 
 struct config_device {
 	char name[CONFIG_NAME_MAX];
@@ -88,6 +91,7 @@ struct config_controller {
 	uint64_t additive_step_bps; /* 0 = "auto" */
 	bool one_flow_per_app;
 	enum config_unattainable unattainable_policy;
+	enum config_pace_mode pace_mode;
 	uint32_t unattainable_delta_ms;
 	uint32_t stale_ms; /* no reference sample this long: treated as a violation */
 	double cpu_alpha;

@@ -124,10 +124,12 @@ static int ensure_capacity(struct ctrl *c, size_t n)
 	free(c->tf);
 	free(c->af);
 	free(c->fp);
+	free(c->sf);
 	c->tf = calloc(n, sizeof(*c->tf));
 	c->af = calloc(n, sizeof(*c->af));
 	c->fp = calloc(n, sizeof(*c->fp));
-	c->cap = c->tf && c->af && c->fp ? n : 0;
+	c->sf = calloc(n, sizeof(*c->sf));
+	c->cap = c->tf && c->af && c->fp && c->sf ? n : 0;
 	return c->cap ? 0 : -ENOMEM;
 }
 
@@ -175,6 +177,9 @@ static void publish_global(struct ctrl *c, uint32_t n_latency)
 	atomic_store_explicit(&g->alpha_permille,
 			      (uint32_t)(c->d->cfg.controller.cpu_alpha * 1000 + 0.5), RELAXED);
 	atomic_store_explicit(&g->token_bytes, c->d->cfg.tokens.bytes, RELAXED);
+	atomic_store_explicit(&g->pace_mode, (uint32_t)c->pace_mode, RELAXED);
+	/* after the slots it announces (flows_publish_all) */
+	atomic_store_explicit(&g->mode_gen, c->mode_gen, memory_order_release);
 	atomic_store_explicit(&g->flags, JST_G_RUNNING | (n_latency ? JST_G_LATENCY : 0),
 			      memory_order_release);
 }
@@ -224,6 +229,176 @@ static void fill_view(struct ctrl *c)
 		 c->ref_ok && (rf->wanted || rf->s.up) ? refflow_peer_name(rf) : "");
 	snprintf(v->ref_error, sizeof(v->ref_error), "%s",
 		 !c->ref_ok ? "no peer channel" : rf->wanted ? rf->error : "");
+}
+
+
+/* ------------------------------------------------------------ pace modes */
+
+static bool hungry_cls(int cls)
+{
+	return cls == FLOW_CLASS_BANDWIDTH || cls == FLOW_CLASS_THROUGHPUT;
+}
+
+/* Throughput flows spend ops: a bit/s of the token stream buys this many
+ * ops/s (TokenOps per 8 TokenBytes bits). */
+static double ops_per_bit(const struct ctrl *c)
+{
+	uint64_t tb = c->d->cfg.tokens.bytes;
+
+	return tb ? (double)c->token_ops / (8.0 * (double)tb) : 0;
+}
+
+/* What the flow moved over the window, as bit/s of the token stream. */
+static double used_bps(const struct ctrl *c, const struct flow *f)
+{
+	double opb = ops_per_bit(c);
+
+	if (f->cls == FLOW_CLASS_THROUGHPUT)
+		return opb > 0 ? (double)f->meas_ops / opb : 0;
+	return (double)f->meas_bps;
+}
+
+static double granted_bps(const struct ctrl *c, const struct flow *f)
+{
+	double opb = ops_per_bit(c);
+
+	if (f->cls == FLOW_CLASS_THROUGHPUT)
+		return opb > 0 ? (double)f->ops_per_s / opb : 0;
+	return (double)f->rate_bps;
+}
+
+/* Every SHARE_WINDOW_NS: each flow's achieved rates over the window.
+ * Returns true when a window ended at this step. */
+static bool measure_window(struct ctrl *c, size_t n, uint64_t now)
+{
+	uint64_t dt = now - c->win_t0_ns;
+
+	if (c->win_t0_ns && dt < SHARE_WINDOW_NS)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		struct flow *f = c->fp[i];
+
+		if (c->win_t0_ns && f->win_bytes0 <= f->last.bytes && f->win_ops0 <= f->last.ops) {
+			f->meas_bps = (uint64_t)((double)(f->last.bytes - f->win_bytes0) * 8e9 /
+						 (double)dt);
+			f->meas_ops = (uint64_t)((double)(f->last.ops - f->win_ops0) * 1e9 /
+						 (double)dt);
+		} else {
+			f->meas_bps = f->meas_ops = 0;
+		}
+		f->win_bytes0 = f->last.bytes;
+		f->win_ops0 = f->last.ops;
+	}
+	c->win_t0_ns = now;
+	return true;
+}
+
+/* SHARE: the tokens' rate is C, adapted every window (share.h), and each
+ * active flow's grant its max-min fair fraction of C; a flow not active
+ * gets what it would get if it became active now. */
+static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entered)
+{
+	struct share_flow *sf = c->sf;
+	double opb = ops_per_bit(c), w_act = 0, cap;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct flow *f = c->fp[i];
+		double cb = c->share.c_bps ? (double)c->share.c_bps : 1;
+
+		if (!hungry_cls(f->cls) || !f->active)
+			continue;
+		sf[k] = (struct share_flow){
+			.weight = f->weight,
+			.granted = entered ? 0 : granted_bps(c, f) / cb,
+			.used = used_bps(c, f) / cb,
+		};
+		k++;
+	}
+	if (entered) {
+		double sum = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (hungry_cls(c->fp[i]->cls))
+				sum += used_bps(c, c->fp[i]);
+		/* what the flows moved together is the best first guess */
+		share_start(&c->share, sum > SHARE_MIN_BPS ? (uint64_t)sum
+				       : c->max_rate_bps ? c->max_rate_bps : SHARE_MIN_BPS, sf, k);
+	} else if (window_ended) {
+		share_update(&c->share, sf, k);
+	} else {
+		/* between windows: keep each active flow's fraction */
+		for (size_t j = 0; j < k; j++)
+			sf[j].frac = sf[j].granted;
+	}
+	for (size_t j = 0; j < k; j++)
+		w_act += sf[j].weight ? sf[j].weight : 1;
+	cap = (double)c->share.c_bps;
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct flow *f = c->fp[i];
+		struct tokens_flow *t = &c->tf[i];
+		double frac, w = f->weight ? f->weight : 1;
+
+		if (!hungry_cls(f->cls))
+			continue;
+		frac = f->active ? sf[k++].frac : 0;
+		if (frac <= 0) /* not active, or new since the window: room to start */
+			frac = w / (w_act + w);
+		t->wait_ns = 0;
+		t->rate_bps = 0;
+		t->ops_per_s = 0;
+		if (f->cls == FLOW_CLASS_THROUGHPUT)
+			t->ops_per_s = (uint64_t)(frac * cap * opb) + 1;
+		else
+			t->rate_bps = (uint64_t)(frac * cap) + 1;
+	}
+}
+
+/* PROTECT while latency flows are registered; else SHARE while two or more
+ * flows compete on the port, OFF otherwise.  A change republishes every
+ * slot's flags and chunk (flows.c), then the global header's mode_gen. */
+static void set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, bool window_ended)
+{
+	struct daemon *d = c->d;
+	size_t competing = 0;
+	int mode;
+	bool entered;
+
+	for (size_t i = 0; i < n; i++)
+		if (hungry_cls(c->fp[i]->cls) && c->fp[i]->active)
+			competing++;
+	mode = n_lat_all ? JST_PACE_PROTECT : competing >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
+	/* controller.pace_mode: the lowest mode the operator allows */
+	if (d->cfg.controller.pace_mode == CONFIG_PACE_SHARE && mode == JST_PACE_OFF)
+		mode = JST_PACE_SHARE;
+	else if (d->cfg.controller.pace_mode == CONFIG_PACE_PROTECT)
+		mode = JST_PACE_PROTECT;
+	entered = mode != c->pace_mode;
+	if (entered) {
+		log_info("pace mode %s (%u latency flows, %zu competing flows)",
+			 ctrl_pace_mode_name(mode), n_lat_all, competing);
+		c->pace_mode = mode;
+		d->flows.pace_mode = mode;
+		flows_publish_all(&d->flows);
+		c->mode_gen++;
+	}
+	if (mode == JST_PACE_OFF) {
+		for (size_t i = 0; i < n; i++)
+			c->tf[i].rate_bps = c->tf[i].ops_per_s = c->tf[i].wait_ns = 0;
+	} else if (mode == JST_PACE_SHARE) {
+		share_rates(c, n, window_ended, entered);
+	}
+}
+
+const char *ctrl_pace_mode_name(int mode)
+{
+	switch (mode) {
+	case JST_PACE_OFF: return "off";
+	case JST_PACE_SHARE: return "share";
+	case JST_PACE_PROTECT: return "protect";
+	default: return "?";
+	}
 }
 
 /* One period; @control: run the AIMD step (a kick after a registration
@@ -342,7 +517,8 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	}
 
 	/* tokens */
-	c->chunk_bytes = n_lat_all ? (dv ? dv->chunk_latency : 5120)
+	c->chunk_bytes = n_lat_all || c->pace_mode == JST_PACE_PROTECT
+				   ? (dv ? dv->chunk_latency : 5120)
 				   : (dv ? dv->chunk_default : MiB);
 	c->token_ops = tokens_token_ops(cfg->tokens.ops, cfg->tokens.bytes, c->max_rate_bps,
 					dv ? dv->max_ops_per_s : 0);
@@ -356,6 +532,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 		.one_per_app = cfg->controller.one_flow_per_app,
 	};
 	tokens_distribute(c->tf, n, &tp);
+	set_pace_mode(c, n, n_lat_all, measure_window(c, n, now));
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = c->fp[i];
 		const struct tokens_flow *t = &c->tf[i];
@@ -525,9 +702,11 @@ void ctrl_fini(struct ctrl *c)
 	free(c->tf);
 	free(c->af);
 	free(c->fp);
+	free(c->sf);
 	c->tf = NULL;
 	c->af = NULL;
 	c->fp = NULL;
+	c->sf = NULL;
 	c->cap = 0;
 }
 
@@ -623,6 +802,9 @@ void ctrl_status(struct ctrl *c, json_t *o)
 						  "bandwidth", (int)c->n.bw, "throughput",
 						  (int)c->n.tput));
 	json_object_set_new(o, "chunk_bytes", json_integer(c->chunk_bytes));
+	json_object_set_new(o, "pace_mode", json_string(ctrl_pace_mode_name(c->pace_mode)));
+	json_object_set_new(o, "share_capacity_bps",
+			    jnull_or(c->pace_mode == JST_PACE_SHARE ? c->share.c_bps : 0));
 	json_object_set_new(o, "token_bytes", json_integer(cfg->tokens.bytes));
 	json_object_set_new(o, "token_ops", jint(c->token_ops));
 	json_object_set_new(o, "tau_ns", jnull_or(c->tau_ns));

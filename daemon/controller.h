@@ -21,6 +21,7 @@
 #include "calib.h"
 #include "quantile.h"
 #include "refflow.h"
+#include "share.h"
 #include "tokens.h"
 
 #define CTRL_TRACE 200                 /* SafeUtil trace entries */
@@ -74,6 +75,12 @@ struct ctrl {
 	uint64_t current99_ns, p50_ns, p999_ns;
 	struct aimd_counts n;           /* logical counts of the last step */
 	uint32_t n_latency_all;         /* latency flows on every port (chunk rule) */
+	/* pace modes (common/shm_abi.h, share.h) */
+	int pace_mode;                  /* enum jst_pace_mode */
+	uint32_t mode_gen;
+	struct share_state share;       /* SHARE: the capacity shared */
+	uint64_t win_t0_ns;             /* the measurement window's start */
+	struct share_flow *sf;
 	uint32_t chunk_bytes;
 	uint64_t token_ops, tau_ns;
 	uint64_t steps, decreases;      /* decreases: halving steps (violation or stale) */
@@ -103,6 +110,8 @@ void ctrl_step(struct ctrl *c, uint64_t now_ns);
 void ctrl_flow_registered(struct ctrl *c, struct flow *f);
 /* Add the controller's members to the "controller" object of status. */
 void ctrl_status(struct ctrl *c, json_t *controller);
+/* "off", "share", "protect" (enum jst_pace_mode). */
+const char *ctrl_pace_mode_name(int mode);
 /* The MaxRate status shows for a configured device (0: unknown). */
 uint64_t ctrl_device_max_rate(struct ctrl *c, const struct config_device *dv);
 /* "calibrate" (root only, checked by the caller): the reply. */

@@ -92,19 +92,27 @@ const char *flows_class_source(const struct flows *fl, const struct flow *f)
 		: f->class_hint >= 0 ? "hint" : "default";
 }
 
-/* Bandwidth flows are split at the small chunk while a latency flow is
- * registered (so a small message waits behind one chunk at most), at the
- * large one otherwise (paper §5.2); rates are the controller's. */
+/* What a flow is told depends on the pace mode of its device (the
+ * controller's, common/shm_abi.h): OFF, nothing (it posts directly); SHARE,
+ * paced with large tokens, bandwidth flows split at the large chunk
+ * (paper §5.1); PROTECT (latency flows registered), bandwidth flows split
+ * at the small chunk, so a small message waits behind one chunk at most
+ * (§5.2).  Rates are the controller's. */
 void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 {
 	const struct config_device *d = device_conf(fl->cfg, f->device, f->port);
 	uint32_t chunk, flags = 0;
+	int mode = n_latency || fl->cfg->controller.pace_mode == CONFIG_PACE_PROTECT
+		   ? JST_PACE_PROTECT : fl->pace_mode;
 
-	chunk = n_latency ? (d ? d->chunk_latency : 5120) : (d ? d->chunk_default : 1048576);
-	if (f->cls == FLOW_CLASS_BANDWIDTH)
-		flags = JST_F_PACE | JST_F_SPLIT;
-	else if (f->cls == FLOW_CLASS_THROUGHPUT)
-		flags = JST_F_PACE;
+	chunk = mode == JST_PACE_PROTECT ? (d ? d->chunk_latency : 5120)
+					 : (d ? d->chunk_default : 1048576);
+	if (mode != JST_PACE_OFF) {
+		if (f->cls == FLOW_CLASS_BANDWIDTH)
+			flags = JST_F_PACE | JST_F_SPLIT;
+		else if (f->cls == FLOW_CLASS_THROUGHPUT)
+			flags = JST_F_PACE;
+	}
 	shm_slot_publish(jst_shm_global_slot(fl->global.base, f->gslot), JST_SLOT_ACTIVE, f->id,
 			  (uint32_t)f->proc->pid, (uint32_t)f->cls, flags, chunk, f->weight,
 			  f->rate_bps, f->ops_per_s, f->wait_ns);

@@ -43,6 +43,9 @@ struct flow {
 	int ctl_dev;                  /* one (valid while ctl_gen matches) */
 	struct shm_counters last;     /* last sane counters read from the shim */
 	int scribbled;                /* the shim wrote garbage counters */
+	/* pace mode SHARE (controller.c, share.h): the last window */
+	uint64_t win_bytes0, win_ops0;  /* counters at the window's start */
+	uint64_t meas_bps, meas_ops;    /* achieved over the last window */
 	struct flow *next;            /* in proc */
 };
 
@@ -70,6 +73,7 @@ struct flows {
 	uint32_t next_id;
 	uint64_t instance;
 	const struct config *cfg;
+	int pace_mode;                /* enum jst_pace_mode, the controller's */
 };
 
 /* What a shim asks for in register_qp. */

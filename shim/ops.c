@@ -63,10 +63,11 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 		/* Paced; or direct again (fail-open, daemon stale, class
 		 * change) while a backlog -- a split message waiting for its
 		 * chunks -- still drains: the WRs must queue behind it, never
-		 * overtake it.  shim_pace_queued counts the QPs with one. */
-		if (!atomic_load_explicit(&q->direct, memory_order_relaxed) ||
-		    __builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_acquire), 0))
-			return shim_pace_post(q, qp, wr, bad);
+		 * overtake it.  shim_pace_queued counts the QPs with one.  A
+		 * direct QP first looks whether the daemon's mode changed. */
+		if (shim_pace_needed(q) || __builtin_expect(shim_pace_recheck(q), 0))
+			if (shim_pace_needed(q))
+				return shim_pace_post(q, qp, wr, bad);
 		*bad = NULL;
 		rc = q->sctx->post_send(qp, wr, bad);
 		n = stats_account_send(&q->st, wr, rc ? *bad : NULL, rc, &bytes);

@@ -29,6 +29,8 @@
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
 #define BURST_NS 200000ull           /* tokens a quiet flow may bank */
+#define LATE_NS 2000000ull           /* ... plus this much for a late wake-up */
+#define APP_POLL_NS 1000000ull       /* the app polled this recently: it paces */
 #define DAEMON_STALE_NS 1000000000ull /* heartbeat older than this: gone */
 #define BACKLOG_MAX 65536            /* when max_send_wr is unknown */
 #define LAZY_NS 2000000ull            /* a token due sooner: no split CQ event */
@@ -130,6 +132,28 @@ static uint32_t split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
 		return 0;
 	chunk = atomic_load_explicit(&slot->chunk_bytes, memory_order_relaxed);
 	return chunk && wr_bytes(wr) > chunk ? chunk : 0;
+}
+
+/* The credit a backlog may bank for a take of @cost: a wake-up up to
+ * LATE_NS late (a scheduler tick) loses no tokens, so the flow fills its
+ * grant; the window of chunks in flight still bounds what goes at once.
+ * (A post that finds no backlog gets BURST_NS: it is not late.) */
+static uint64_t burst_for(uint64_t cost)
+{
+	return cost + LATE_NS > BURST_NS ? cost + LATE_NS : BURST_NS;
+}
+
+/* When the application last advanced a backlog from its own ibv_poll_cq:
+ * while it keeps doing so, the progress thread neither arms split CQs nor
+ * wakes for every token (paper Appendix D: enforcement where the app
+ * already runs). */
+static _Atomic uint64_t app_poll_ns;
+
+static int app_polling(uint64_t now)
+{
+	uint64_t t = atomic_load_explicit(&app_poll_ns, memory_order_relaxed);
+
+	return t && now - t < APP_POLL_NS;
 }
 
 /* ------------------------------------------------------------ backlog */
@@ -405,6 +429,7 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 }
 
 static void reap_split_locked(struct shim_qp *q);
+static void set_fast_locked(struct shim_qp *q);
 
 /* Ask for the split CQ's next completion event, then reap what completed
  * before that (it raises none).  Called with q->lock held. */
@@ -463,9 +488,9 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 			while (!p->failed && p->next_chunk + 1 < p->n_chunks &&
 			       p->inflight < SPLIT_WINDOW) {
 				if (!direct && slot && st) {
+					uint64_t cost = wr_cost_ns(cls, slot, p->chunk);
 					uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
-								    wr_cost_ns(cls, slot, p->chunk),
-								    BURST_NS);
+								    cost, burst_for(cost));
 
 					if (wait)
 						return now + wait;
@@ -488,8 +513,9 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 			uint64_t last = !p->chunk ? p->cost_bytes
 				      : p->kind == SPLITMSG_SEND ? p->chunk
 				      : p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk;
-			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
-						    wr_cost_ns(cls, slot, last), BURST_NS);
+			uint64_t cost = wr_cost_ns(cls, slot, last);
+			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now, cost,
+						    burst_for(cost));
 
 			if (wait)
 				return now + wait;
@@ -507,6 +533,7 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 	}
 	if (!q->bl_head) {
 		busy_remove(q);
+		set_fast_locked(q);
 		/* off the thread's list: only an event brings it back for
 		 * the peer's split requests */
 		arm_split_locked(q);
@@ -554,7 +581,8 @@ static uint64_t service_locked(struct shim_qp *q, uint64_t now)
 
 	reap_split_locked(q);
 	due = q->bl_head ? drain_locked(q, now) : 0;
-	if (!q->split.ch || q->split.armed || (due && due - now <= LAZY_NS))
+	if (!q->split.ch || q->split.armed || (due && due - now <= LAZY_NS) ||
+	    (q->bl_head && app_polling(now)))
 		return due;
 	arm_split_locked(q);
 	/* what that reaped may have opened the window */
@@ -645,6 +673,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			break;
 		}
 		p->wr_api = wr_api;
+		atomic_fetch_add_explicit(&q->st.held, 1, memory_order_relaxed);
 		if (chunk)
 			pend_split(p, chunk, kind);
 		if (q->bl_tail)
@@ -719,6 +748,7 @@ int shim_pace_progress(struct ibv_cq *cq)
 	if (!n)
 		return 0;
 	now = pace_now();
+	atomic_store_explicit(&app_poll_ns, now, memory_order_relaxed);
 	for (size_t i = 0; i < n; i++) {
 		/* never wait for a lock in the application's poll */
 		if (pthread_mutex_trylock(&list[i]->lock))
@@ -834,6 +864,11 @@ static void *progress_main(void *arg)
 			if (due && due < next)
 				next = due;
 		}
+		if (n && app_polling(now)) {
+			/* the application's polls post the chunks as tokens
+			 * come due: only look again if it stops polling */
+			next = now + APP_POLL_NS < next_tick ? now + APP_POLL_NS : next_tick;
+		}
 		if (n == 64)
 			next = now; /* more waiting: come straight back */
 		arm(next);
@@ -886,21 +921,29 @@ out_close:
 
 /* ------------------------------------------------------------ state changes */
 
+/* Latency class, uncounted: the one-branch post path.  Never while a
+ * backlog drains: a WR taking the fast path would overtake it.  A QP with
+ * a split QP is never fast: two-sided splits count the SENDs it posts
+ * (splitmsg.c).  Called with q->lock held. */
+static void set_fast_locked(struct shim_qp *q)
+{
+	atomic_store_explicit(&q->fast,
+			      !q->bl_head &&
+				      atomic_load_explicit(&q->cls, memory_order_relaxed) ==
+					      JST_CLASS_LATENCY &&
+				      !shim_count_all && !q->split.qp &&
+				      !atomic_load_explicit(&q->classify.on, memory_order_relaxed),
+			      memory_order_relaxed);
+}
+
 void shim_pace_update(struct shim_qp *q)
 {
 	int want = wants_pacing(q);
 
-	/* a QP with a split QP is never fast: two-sided splits count the
-	 * SENDs it posts (splitmsg.c) */
-	atomic_store_explicit(&q->fast,
-			      atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
-				      !shim_count_all && !q->split.qp &&
-				      !atomic_load_explicit(&q->classify.on, memory_order_relaxed),
-			      memory_order_relaxed);
-
 	if (want && progress_start())
 		want = 0;
 	pthread_mutex_lock(&q->lock);
+	atomic_store_explicit(&q->fast, 0, memory_order_relaxed);
 	if (!want && !atomic_load_explicit(&q->direct, memory_order_relaxed)) {
 		/* back to direct: what is queued goes first, unpaced */
 		atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
@@ -908,7 +951,23 @@ void shim_pace_update(struct shim_qp *q)
 	} else if (want) {
 		atomic_store_explicit(&q->direct, 0, memory_order_relaxed);
 	}
+	set_fast_locked(q);
 	pthread_mutex_unlock(&q->lock);
+}
+
+int shim_pace_recheck(struct shim_qp *q)
+{
+	const struct jst_shm_global *g = shim_client_global();
+	uint32_t gen;
+
+	if (!g || !atomic_load_explicit(&q->slot, memory_order_relaxed))
+		return 0;
+	gen = atomic_load_explicit(&g->mode_gen, memory_order_acquire);
+	if (gen == atomic_load_explicit(&q->mode_gen, memory_order_relaxed))
+		return 0;
+	atomic_store_explicit(&q->mode_gen, gen, memory_order_relaxed);
+	shim_pace_update(q);
+	return 1;
 }
 
 int shim_pace_watch(struct shim_qp *q)

@@ -42,6 +42,18 @@ struct pend_wr {
 
 /* Decide whether @q is direct from its class and the daemon's slot. */
 void shim_pace_update(struct shim_qp *q);
+/* The daemon changed its pace mode since @q last looked (jst_shm_global
+ * mode_gen): re-decide whether @q is direct.  Returns 1 when it did.  Costs
+ * two loads when nothing changed: the direct post paths call it. */
+int shim_pace_recheck(struct shim_qp *q);
+/* Whether posts on @q must go through the paced path: not direct, or a
+ * backlog anywhere in the process still drains. */
+extern _Atomic unsigned shim_pace_queued;
+static inline int shim_pace_needed(struct shim_qp *q)
+{
+	return !atomic_load_explicit(&q->direct, memory_order_relaxed) ||
+	       __builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_acquire), 0);
+}
 /* The paced post path: called by the post_send wrapper when !q->direct. */
 int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad);
@@ -53,8 +65,8 @@ int shim_pace_post_wr_api(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_
  * what @fn posts goes behind everything posted before; returns what @fn
  * returned.  Until then it helps drain the backlog and sleeps. */
 int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg);
-/* QPs with a backlog: ibv_poll_cq looks at this one counter. */
-extern _Atomic unsigned shim_pace_queued;
+/* (shim_pace_queued: QPs with a backlog; ibv_poll_cq looks at this one
+ * counter.) */
 /* From the application's ibv_poll_cq on @cq: progress the backlogs of the
  * QPs that complete there (split completions, due tokens) without waiting
  * for the progress thread to be scheduled.  Never blocks.  Returns 1 when a

@@ -50,7 +50,10 @@ static void w_start(struct ibv_qp_ex *qpx)
 	if (!q)
 		return;
 	wrbuf_enter(&q->wrb);
-	q->wrb.on = q->wrb.allowed && !atomic_load_explicit(&q->direct, memory_order_relaxed);
+	shim_pace_recheck(q);
+	/* a direct QP whose backlog (a split message) still drains buffers
+	 * too: the batch must queue behind it, not overtake it */
+	q->wrb.on = q->wrb.allowed && shim_pace_needed(q);
 	if (q->wrb.on)
 		return;
 	stats_batch_reset(&q->batch);

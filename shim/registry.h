@@ -82,6 +82,7 @@ struct shim_qp {
 	int cls_from_api;                     /* set by justitia_set_qp_class() */
 	_Atomic int direct;                   /* 1: post straight to the provider */
 	_Atomic int fast;                     /* latency class, uncounted: one branch */
+	_Atomic uint32_t mode_gen;            /* the daemon's mode_gen last seen */
 	uint32_t max_send_wr;
 	pthread_mutex_t lock;                 /* backlog; initialised once */
 	struct pend_wr *bl_head, *bl_tail;

@@ -190,6 +190,7 @@ void stats_snapshot_take(struct stats_snapshot *s, const struct stats_qp *st)
 	s->cqe_error = LOAD(st->cqe_error);
 	for (int i = 0; i < 4; i++)
 		s->split[i] = LOAD(st->split[i]);
+	s->held = LOAD(st->held);
 }
 
 void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot *s)
@@ -210,6 +211,7 @@ void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot 
 	sum->cqe_error += s->cqe_error;
 	for (int i = 0; i < 4; i++)
 		sum->split[i] += s->split[i];
+	sum->held += s->held;
 }
 
 static const char *qp_type_name(enum ibv_qp_type t)
@@ -267,13 +269,14 @@ static void put_counters(FILE *f, const struct stats_snapshot *s)
 	}
 	fprintf(f, "}},\"recv\":{\"wrs\":%llu,\"bytes\":%llu},"
 		"\"cqe\":{\"send\":%llu,\"recv\":%llu,\"recv_bytes\":%llu,\"error\":%llu},"
-		"\"split\":{\"one_sided\":%llu,\"send\":%llu,\"write_imm\":%llu,\"whole\":%llu}",
+		"\"split\":{\"one_sided\":%llu,\"send\":%llu,\"write_imm\":%llu,\"whole\":%llu},"
+		"\"held\":%llu",
 		(unsigned long long)s->recv_wrs, (unsigned long long)s->recv_bytes,
 		(unsigned long long)s->cqe_send, (unsigned long long)s->cqe_recv,
 		(unsigned long long)s->cqe_recv_bytes,
 		(unsigned long long)s->cqe_error, (unsigned long long)s->split[0],
 		(unsigned long long)s->split[1], (unsigned long long)s->split[2],
-		(unsigned long long)s->split[3]);
+		(unsigned long long)s->split[3], (unsigned long long)s->held);
 }
 
 int stats_write_json(FILE *f, int pid, const char *comm,

@@ -14,7 +14,8 @@ cat >"$JV_OUT/js.json" <<EOF2
 {
   "runtime_dir": "/run/js",
   "devices": [ { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 32768,
-                 "chunk_latency": 4096 } ]
+                 "chunk_latency": 4096 } ],
+  "controller": { "pace_mode": "share" }
 }
 EOF2
 "$D" -c "$JV_OUT/js.json" -D flow >"$JV_OUT/js.log" 2>&1 &

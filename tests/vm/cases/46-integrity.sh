@@ -21,7 +21,8 @@ cat >"$JV_OUT/ji.json" <<EOF2
   "devices": [
     { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
     { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ]
+  ],
+  "controller": { "pace_mode": "share" }
 }
 EOF2
 "$D" -c "$JV_OUT/ji.json" -D flow >"$JV_OUT/ji.log" 2>&1 &

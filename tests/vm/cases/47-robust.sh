@@ -41,7 +41,8 @@ cat >"$JV_OUT/jr.json" <<EOF
   "devices": [
     { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
     { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ]
+  ],
+  "controller": { "pace_mode": "share" }
 }
 EOF
 
