@@ -7,6 +7,8 @@
  * every send, and every byte that comes off a socket is treated as hostile. */
 #include "proto.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -355,10 +357,7 @@ char *proto_encode(const json_t *msg, size_t *len)
 /* Monotonic milliseconds; a deadline of -1 means none. */
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(clock_now_ns() / 1000000);
 }
 
 static int64_t deadline_after(int timeout_ms)

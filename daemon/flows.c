@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "proto.h"
 
@@ -391,12 +392,8 @@ void flows_unregister(struct flows *fl, struct flow *f)
 /* CLOCK_MONOTONIC in ns, taken once per poll and only if a counter grew. */
 static uint64_t poll_time(uint64_t *t)
 {
-	struct timespec ts;
-
-	if (!*t) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		*t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
+	if (!*t)
+		*t = clock_now_ns();
 	return *t;
 }
 
