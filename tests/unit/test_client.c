@@ -71,9 +71,12 @@ static void answer(int fd, json_t *req)
 			assert_non_null(r);
 			json_object_set(r, "id", json_object_get(req, "id"));
 		} else {
-			json_object_update(r, json_pack("{s:i, s:i, s:i, s:s, s:s, s:n}", "flow", 5,
-							"slot", 1, "app_slot", 2, "class", "latency",
-							"class_source", "hint", "warning"));
+			json_t *good = json_pack("{s:i, s:i, s:i, s:s, s:s, s:n}", "flow", 5, "slot",
+						 1, "app_slot", 2, "class", "latency",
+						 "class_source", "hint", "warning");
+
+			json_object_update(r, good);
+			json_decref(good);
 		}
 		pthread_mutex_unlock(&fd_.lock);
 	}

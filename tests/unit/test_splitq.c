@@ -152,8 +152,12 @@ static void asks_the_peer_of_that_address(void **state)
 	assert_non_null(pending_cb);
 	assert_string_equal(json_string_value(json_object_get(asked, "gid")), GID);
 	assert_int_equal(json_integer_value(json_object_get(asked, "qpn")), 5);
-	pending_cb(fake_pc, &fake_peer, json_pack("{s:i}", "split_qpn", 1234), NULL, NULL,
-		   pending_arg);
+	{
+		json_t *r = json_pack("{s:i}", "split_qpn", 1234);
+
+		pending_cb(fake_pc, &fake_peer, r, NULL, NULL, pending_arg); /* (borrowed) */
+		json_decref(r);
+	}
 	assert_int_equal(calls, 1);
 	assert_int_equal(got_split, 1234);
 }
