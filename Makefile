@@ -153,9 +153,11 @@ $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(UNIT_LIBS)
 
-# The controller glue is tested with the daemon's objects (not main.o): it
-# needs all of them, which one #included .c file cannot give.
-$(B)/tests/unit/test_controller: $(B)/obj/tests/unit/test_controller.o \
+# The controller glue and the control socket are tested with the daemon's
+# objects (not main.o): they need all of them, which one #included .c file
+# cannot give.
+DAEMON_UNITS := $(B)/tests/unit/test_controller $(B)/tests/unit/test_ctlsock
+$(DAEMON_UNITS): $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o \
 		$(filter-out $(B)/obj/daemon/main.o,$(DAEMON_OBJS)) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
@@ -236,6 +238,14 @@ $(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(B)/.flags
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
 		-ljansson -lev -pthread
+
+# The split protocol's fuzzer runs the shim's modules against a fake
+# provider (tests/splitfake.h): it needs what the shim links.
+$(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/splitfake.h $(B)/.flags
+	$(call msg,FUZZ,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
+		$(SHIM_LIBS)
 
 # ---------------------------------------------------------------- check / demo
 # Both README commands start by installing what is missing (tools/install-deps),

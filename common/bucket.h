@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* A lock-free virtual-time token bucket (FreeFlow style), for the shim.
+/* A lock-free virtual-time token bucket (FreeFlow style): the shim takes
+ * from it (pace.c), the daemon uses its cost functions for tau and the wait
+ * hints (tokens.c).
  *
  * The whole state is one 64-bit "virtual time" in shared memory
  * (struct jst_flow_stats.bucket_vtime_ns): the instant (CLOCK_MONOTONIC ns)
@@ -12,9 +14,11 @@
  *
  * Credit: a quiet flow banks at most max(burst, cost) ns of credit (vtime is
  * never allowed to lag now by more), so one cost larger than the burst is
- * still taken, once enough credit has accumulated.  vtime never runs ahead
- * of now: there is no debt, so when the daemon raises a flow's rate the
- * next take is charged at the new rate at once.  Over any interval
+ * still taken, once enough credit has accumulated.  bucket_take() never
+ * moves vtime ahead of now: it makes no debt, so when the daemon raises a
+ * flow's rate the next take is charged at the new rate at once.  (A caller
+ * that charges work already done, as pace.c does for what went to the
+ * provider directly, may move it ahead; later takes then wait the debt off.)  Over any interval
  * [t0, t1] the costs taken add up to at most (t1 - t0) + max(burst, cost).
  *
  * The daemon publishes the rates (struct jst_flow_ctl.rate_bps for

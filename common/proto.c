@@ -7,6 +7,8 @@
  * every send, and every byte that comes off a socket is treated as hostile. */
 #include "proto.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -355,10 +357,7 @@ char *proto_encode(const json_t *msg, size_t *len)
 /* Monotonic milliseconds; a deadline of -1 means none. */
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(clock_now_ns() / 1000000);
 }
 
 static int64_t deadline_after(int timeout_ms)
@@ -433,6 +432,41 @@ static ssize_t send_some(int sock, const char *buf, size_t len, const int *fds, 
 ssize_t proto_send_once(int sock, const char *buf, size_t len, const int *fds, int nfds)
 {
 	return send_some(sock, buf, len, fds, nfds, 0);
+}
+
+int proto_out_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n,
+		     size_t max)
+{
+	if (*len + n > max)
+		return -ENOBUFS;
+	if (*len + n > *cap) {
+		size_t c = *len + n + 4096;
+		char *p = realloc(*buf, c);
+
+		if (!p)
+			return -ENOMEM;
+		*buf = p;
+		*cap = c;
+	}
+	if (n) /* (*buf may still be NULL) */
+		memcpy(*buf + *len, data, n);
+	*len += n;
+	return 0;
+}
+
+int proto_out_flush(int sock, char *buf, size_t *len)
+{
+	while (*len) {
+		ssize_t n = send_some(sock, buf, *len, NULL, 0, MSG_DONTWAIT);
+
+		if (n == -EAGAIN || n == -EWOULDBLOCK)
+			return 1;
+		if (n < 0)
+			return (int)n;
+		memmove(buf, buf + n, *len - (size_t)n);
+		*len -= (size_t)n;
+	}
+	return 0;
 }
 
 static int send_all(int sock, const char *buf, size_t len, const int *fds, int nfds,

@@ -95,6 +95,16 @@ int proto_send(int sock, const char *buf, size_t len, const int *fds, int nfds);
  * -errno (-EAGAIN on a full non-blocking socket).  Pass @fds only with the
  * first byte of a message, i.e. on the first call for it. */
 ssize_t proto_send_once(int sock, const char *buf, size_t len, const int *fds, int nfds);
+
+/* The output queue of a line connection in an event loop (the daemon's
+ * control and peer sockets): *buf holds *len bytes in *cap.
+ * proto_out_append() queues @n bytes: 0, -ENOBUFS when more than @max
+ * would be queued, -ENOMEM.  proto_out_flush() sends what it can without
+ * blocking (MSG_NOSIGNAL, EINTR retried): 0 when all is sent, 1 when some
+ * is left (wait until the socket is writable), or -errno. */
+int proto_out_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n,
+		     size_t max);
+int proto_out_flush(int sock, char *buf, size_t *len);
 /* recvmsg() once: returns bytes read (0 = EOF) or -errno; received
  * descriptors (O_CLOEXEC) are stored in fds[*nfds..] up to maxfds, any
  * beyond that are closed. */

@@ -38,6 +38,12 @@ enum jst_flow_class {
 	JST_CLASS_THROUGHPUT = 1,
 	JST_CLASS_BANDWIDTH = 2,
 };
+#define JST_CLASS_COUNT 3
+/* A heartbeat older than this: the daemon is gone (shims fail open). */
+#define JST_HEARTBEAT_STALE_NS 2000000000ull
+/* Their names, in enum order, as the control protocol, the configuration,
+ * justbench and the logs spell them: the one list of them. */
+#define JST_CLASS_NAME_LIST "latency", "throughput", "bandwidth"
 
 /* jst_shm_global.pace_mode (minor 1): what the controlled device needs from
  * its bandwidth and throughput flows (docs/libjustitia.7, "Pacing modes").
@@ -82,7 +88,8 @@ struct jst_shm_global {
 	uint8_t reserved1[JST_CACHELINE - 40];
 
 	/* controller state, rewritten by the daemon every period */
-	alignas(JST_CACHELINE) _Atomic uint64_t heartbeat_ns; /* CLOCK_MONOTONIC */
+	alignas(JST_CACHELINE) _Atomic uint64_t heartbeat_ns; /* CLOCK_MONOTONIC;
+							       * JST_HEARTBEAT_STALE_NS */
 	_Atomic uint32_t flags;
 	_Atomic uint32_t mode;                 /* enum jst_ctrl_mode */
 	_Atomic uint64_t safe_util_bps;

@@ -10,18 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define DRAIN_S 3.0
 #define FILE_VERSION 1
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 const char *calib_state_name(enum calib_state s)
 {
@@ -124,7 +117,7 @@ static void on_open(struct refflow *rf, struct ref_session *s, int err, const ch
 		return;
 	}
 	c->posting = true;
-	c->t_start = now_ns();
+	c->t_start = clock_now_ns();
 	for (int i = 0; i < CALIB_DEPTH && c->state == CALIB_RUNNING; i++)
 		post_one(c);
 	ev_timer_set(&c->end_w, (double)c->duration_ns / 1e9, 0);

@@ -10,6 +10,8 @@
  */
 #include "config.h"
 #include "jsonpos.h"
+#include "rate.h"
+#include "shm_abi.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,8 +29,8 @@
 #define MiB (1024 * KiB)
 #define GiB (1024 * MiB)
 
-#define RATE_MIN	1000000ULL	 /* 1 Mbit/s */
-#define RATE_MAX	1600000000000ULL /* 1.6 Tbit/s */
+#define RATE_MIN	RATE_MIN_BPS
+#define RATE_MAX	RATE_MAX_BPS
 #define CONFIG_FILE_MAX (1 * MiB)
 #define SOCKET_NAME	"/justitiad.sock"
 #define PATH_DEPTH_MAX	8
@@ -90,13 +92,14 @@ struct field {
 
 #define AT(st, m) .off = offsetof(st, m), .size = sizeof(((st *)0)->m)
 
-static const char *const class_names[] = { "latency", "throughput", "bandwidth", NULL };
+static const char *const class_names[] = { JST_CLASS_NAME_LIST, NULL };
 static const char *const class_short[] = { "lat", "tput", "bw", NULL };
 static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
 static const char *const subsys_names[] = { "ctl",   "shm", "flow",	"ref", "ctrl",
 					    "token", "bpf", "config", NULL };
 static const char *const policy_names[] = { "keep", "ignore_latency", NULL };
 static const char *const pace_mode_names[] = { "auto", "share", "protect", NULL };
+_Static_assert(ARRAY_SIZE(class_names) == JST_CLASS_COUNT + 1, "a name per class");
 _Static_assert(ARRAY_SIZE(subsys_names) == CONFIG_SUBSYS_MAX + 1, "a name per subsystem");
 _Static_assert(ARRAY_SIZE(level_names) == CONFIG_LOG_DEBUG + 2, "a name per log level");
 
@@ -166,73 +169,14 @@ int config_subsys_parse(const char *s, enum config_subsys *out)
 
 /* ---------------------------------------------------------------- rates */
 
-static const struct {
-	const char *unit;
-	unsigned exp10;
-} rate_units[] = { { "", 0 },	   { "bit", 0 },  { "kbit", 3 },
-		   { "mbit", 6 }, { "gbit", 9 }, { "tbit", 12 } };
-
-static uint64_t pow10u(unsigned e)
+int config_parse_rate(const char *s, uint64_t *bps)
 {
-	uint64_t p = 1;
-
-	while (e--)
-		p *= 10;
-	return p;
+	return rate_parse(s, bps);
 }
 
 static bool is_digit(char c)
 {
 	return c >= '0' && c <= '9';
-}
-
-int config_parse_rate(const char *s, uint64_t *bps)
-{
-	uint64_t ip = 0, frac = 0, fracpart;
-	unsigned nf = 0, e;
-	bool overflow = false;
-	const char *p = s;
-	size_t u;
-
-	if (!is_digit(*p))
-		return -EINVAL;
-	for (; is_digit(*p); p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (ip > (UINT64_MAX - d) / 10)
-			overflow = true;
-		else
-			ip = ip * 10 + d;
-	}
-	if (*p == '.') {
-		if (!is_digit(*++p))
-			return -EINVAL;
-		for (; is_digit(*p); p++) {
-			if (nf < 12) { /* finer than 10^-12 cannot give whole bit/s */
-				frac = frac * 10 + (uint64_t)(*p - '0');
-				nf++;
-			} else if (*p != '0') {
-				return -EINVAL;
-			}
-		}
-	}
-	for (u = 0; u < ARRAY_SIZE(rate_units); u++)
-		if (strcasecmp(p, rate_units[u].unit) == 0)
-			break;
-	if (u == ARRAY_SIZE(rate_units))
-		return -EINVAL;
-	e = rate_units[u].exp10;
-	if (nf <= e) {
-		fracpart = frac * pow10u(e - nf);
-	} else {
-		if (frac % pow10u(nf - e))
-			return -EINVAL;
-		fracpart = frac / pow10u(nf - e);
-	}
-	if (overflow || ip > (UINT64_MAX - fracpart) / pow10u(e))
-		return -ERANGE;
-	*bps = ip * pow10u(e) + fracpart;
-	return 0;
 }
 
 int config_format_rate(uint64_t bps, char *buf, size_t len)
@@ -242,7 +186,7 @@ int config_format_rate(uint64_t bps, char *buf, size_t len)
 
 	for (unsigned i = 0; i < ARRAY_SIZE(units) && n < 0; i++) {
 		unsigned digits = 12 - 3 * i;
-		uint64_t ip = bps / pow10u(digits), rem = bps % pow10u(digits);
+		uint64_t ip = bps / rate_pow10(digits), rem = bps % rate_pow10(digits);
 
 		if (!ip)
 			continue;

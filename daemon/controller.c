@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "justitiad.h"
 #include "log.h"
 #include "proto.h"
@@ -16,14 +17,6 @@
 #define LINK_REFRESH_NS 1000000000ull
 #define MiB 1048576u
 #define DEBUG_EVERY_NS 1000000000ull   /* -D ctrl,token: one summary a second */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t period_ns(const struct ctrl *c)
 {
@@ -628,7 +621,7 @@ void ctrl_step(struct ctrl *c, uint64_t now)
 
 static void step_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	ctrl_step(w->data, now_ns());
+	ctrl_step(w->data, clock_now_ns());
 }
 
 /* The target was missed within the last max(20 periods, 100 ms): what a
@@ -657,10 +650,10 @@ void ctrl_flow_registered(struct ctrl *c, struct flow *f)
 		uint64_t target = (uint64_t)cfg->controller.target99_us * 1000;
 		uint64_t m = c->have99 ? c->current99_ns : 0, age;
 
-		age = refflow_outstanding_ns(&c->ref, now_ns());
+		age = refflow_outstanding_ns(&c->ref, clock_now_ns());
 		if (age > m)
 			m = age;
-		if (violated_recently(c, now_ns()) && c->violated_by_ns > m)
+		if (violated_recently(c, clock_now_ns()) && c->violated_by_ns > m)
 			m = c->violated_by_ns;
 		if (m > target) {
 			snprintf(f->warning, sizeof(f->warning),
@@ -671,7 +664,7 @@ void ctrl_flow_registered(struct ctrl *c, struct flow *f)
 		}
 	}
 	/* grant the new flow its rate now, not one period later */
-	step(c, now_ns(), false);
+	step(c, clock_now_ns(), false);
 }
 
 static void calib_done(struct calib *cal, void *arg)
@@ -704,7 +697,7 @@ int ctrl_init(struct ctrl *c, struct daemon *d)
 	calib_init(&c->cal, d->loop, &c->ref, calib_done, c);
 	resolve_port(c);
 	aimd_init(&c->aimd, &(struct aimd_config){ .max_rate_bps = resolve_max_rate(c) },
-		  now_ns());
+		  clock_now_ns());
 	rc = ensure_capacity(c, d->flows.n_gslots);
 	if (rc)
 		goto out_ref;
@@ -716,7 +709,7 @@ int ctrl_init(struct ctrl *c, struct daemon *d)
 		 c->dev[0] ? c->dev : "(no device)", c->port,
 		 (unsigned long long)resolve_max_rate(c), c->max_rate_src,
 		 d->cfg.reference.period_us, d->cfg.reference.window);
-	step(c, now_ns(), false);
+	step(c, clock_now_ns(), false);
 	return 0;
 out_ref:
 	if (c->ref_ok)
@@ -759,7 +752,7 @@ void ctrl_reconfigure(struct ctrl *c)
 		c->step_w.repeat = (double)period_ns(c) / 1e9;
 		ev_timer_again(c->d->loop, &c->step_w);
 	}
-	step(c, now_ns(), false);
+	step(c, clock_now_ns(), false);
 }
 
 /* ------------------------------------------------------------ status */
@@ -826,7 +819,7 @@ void ctrl_status(struct ctrl *c, json_t *o)
 							     : "ignore_latency"));
 	json_object_set_new(o, "action", json_string(aimd_action_name(c->aimd.action)));
 	json_object_set_new(o, "stale", json_boolean(c->aimd.stale));
-	json_object_set_new(o, "violating", json_boolean(violated_recently(c, now_ns())));
+	json_object_set_new(o, "violating", json_boolean(violated_recently(c, clock_now_ns())));
 	json_object_set_new(o, "floor_bps", jnull_or(c->aimd.floor_bps));
 	json_object_set_new(o, "step_bps", jnull_or(c->max_rate_bps ? c->aimd.step_bps : 0));
 	json_object_set_new(o, "period_us", json_integer(cfg->reference.period_us));
@@ -858,7 +851,7 @@ void ctrl_status(struct ctrl *c, json_t *o)
 		json_object_set_new(ref, "skipped", jint(rf->skipped));
 		json_object_set_new(ref, "errors", jint(rf->errors));
 		json_object_set_new(ref, "outstanding_ns",
-				    jnull_or(refflow_outstanding_ns(rf, now_ns())));
+				    jnull_or(refflow_outstanding_ns(rf, clock_now_ns())));
 		json_object_set_new(ref, "responders", json_integer((json_int_t)rf->n_resp));
 		if (pc)
 			json_object_set_new(ref, "channel", json_pack(

@@ -113,21 +113,11 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 		return;
 	}
 	if (nfds) {
-		struct iovec iov = { .iov_base = line, .iov_len = len };
-		char cbuf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-				     .msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		ssize_t n;
+		ssize_t n = proto_send_once(cl->fd, line, len, fds, nfds);
 
-		memset(cbuf, 0, sizeof(cbuf));
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-		n = sendmsg(cl->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n <= 0) {
-			log_debug(LOG_SS_CTL, "pid %d: sendmsg: %s", (int)cl->pid, strerror(errno));
+			log_debug(LOG_SS_CTL, "pid %d: sendmsg: %s", (int)cl->pid,
+				  strerror(n ? (int)-n : EIO));
 			free(line);
 			client_close(cl);
 			return;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "proto.h"
 
@@ -165,6 +166,12 @@ void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 			  (uint32_t)f->proc->pid, (uint32_t)f->cls, flags, chunk, f->weight,
 			  f->rate_bps, f->ops_per_s, f->wait_ns);
 }
+
+/* The slot carries enum jst_flow_class: the configuration's enum is the same. */
+_Static_assert((int)FLOW_CLASS_LATENCY == (int)JST_CLASS_LATENCY &&
+		       (int)FLOW_CLASS_THROUGHPUT == (int)JST_CLASS_THROUGHPUT &&
+		       (int)FLOW_CLASS_BANDWIDTH == (int)JST_CLASS_BANDWIDTH,
+	       "enum flow_class is enum jst_flow_class");
 
 void flows_publish(struct flows *fl, struct flow *f)
 {
@@ -435,12 +442,8 @@ void flows_unregister(struct flows *fl, struct flow *f)
 /* CLOCK_MONOTONIC in ns, taken once per poll and only if a counter grew. */
 static uint64_t poll_time(uint64_t *t)
 {
-	struct timespec ts;
-
-	if (!*t) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		*t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
+	if (!*t)
+		*t = clock_now_ns();
 	return *t;
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "controller.h"
 #include "ctl.h"
 #include "justitiad.h"
@@ -41,10 +42,7 @@ static struct qpwatch qpw; /* kernel-side QP discovery (BPF) */
 
 uint64_t daemon_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_now_ns();
 }
 
 static void usage(FILE *f)

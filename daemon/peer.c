@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "peerauth.h"
 #include "peermsg.h"
@@ -33,21 +34,6 @@
 #define REFUSE_LOG_NS 10000000000ull
 
 static void dial(struct peer *p);
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-const char *peer_state_name(enum peer_state s)
-{
-	static const char *const names[] = { "idle", "connecting", "handshake", "up", "down" };
-
-	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
-}
 
 /* ------------------------------------------------------------ addresses */
 
@@ -129,32 +115,15 @@ static bool allowed(const struct peer_ctx *pc, const struct sockaddr_storage *ss
 	return false;
 }
 
-int peer_remote_addr(const struct peer *p, struct sockaddr_storage *ss, socklen_t *len)
-{
-	*len = sizeof(*ss);
-	if (p->fd < 0 || getpeername(p->fd, (struct sockaddr *)ss, len))
-		return -ENOTCONN;
-	normalize(ss, len);
-	return 0;
-}
-
 /* ------------------------------------------------------------ output */
 
 static void flush_out(struct peer *p)
 {
-	while (p->out_len) {
-		ssize_t n = send(p->fd, p->out, p->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	int rc = proto_out_flush(p->fd, p->out, &p->out_len);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				break;
-			peer_conn_fail(p, "send: %s", strerror(errno));
-			return;
-		}
-		memmove(p->out, p->out + n, p->out_len - (size_t)n);
-		p->out_len -= (size_t)n;
+	if (rc < 0) {
+		peer_conn_fail(p, "send: %s", strerror(-rc));
+		return;
 	}
 	if (p->out_len)
 		ev_io_start(p->pc->loop, &p->ww);
@@ -167,8 +136,9 @@ static void flush_out(struct peer *p)
  * has failed then). */
 int peer_send(struct peer *p, json_t *msg)
 {
-	char *s = json_dumps(msg, JSON_COMPACT), mac[17];
-	size_t len, need;
+	char *s = json_dumps(msg, JSON_COMPACT), mac[18];
+	size_t len;
+	int rc;
 
 	json_decref(msg);
 	if (!s) {
@@ -176,34 +146,26 @@ int peer_send(struct peer *p, json_t *msg)
 		return -ENOMEM;
 	}
 	len = strlen(s);
-	need = len + 1 + (p->mac ? 17 : 0);
-	if (p->out_len + need > OUT_MAX) {
-		free(s);
-		peer_conn_fail(p, "peer does not read (%u bytes queued)", OUT_MAX);
-		return -ENOBUFS;
-	}
-	if (p->out_len + need > p->out_cap) {
-		size_t cap = p->out_len + need + 4096;
-		char *o = realloc(p->out, cap);
-
-		if (!o) {
-			free(s);
-			peer_conn_fail(p, "out of memory");
-			return -ENOMEM;
-		}
-		p->out = o;
-		p->out_cap = cap;
-	}
-	memcpy(p->out + p->out_len, s, len);
-	p->out_len += len;
-	if (p->mac) {
-		peerauth_u64_hex(mac, peerauth_line_mac(&p->k_tx, p->seq_tx++, s, len));
-		p->out[p->out_len++] = ' ';
-		memcpy(p->out + p->out_len, mac, 16);
-		p->out_len += 16;
-	}
-	p->out[p->out_len++] = '\n';
+	/* the line and its " MAC" go together or not at all */
+	mac[0] = ' ';
+	if (p->mac)
+		peerauth_u64_hex(mac + 1, peerauth_line_mac(&p->k_tx, p->seq_tx, s, len));
+	rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, s, len,
+			      OUT_MAX - 1 - (p->mac ? 17 : 0));
+	if (!rc && p->mac)
+		rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, mac, 17, OUT_MAX - 1);
+	if (!rc)
+		rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, "\n", 1, OUT_MAX);
 	free(s);
+	if (rc) {
+		if (rc == -ENOBUFS)
+			peer_conn_fail(p, "peer does not read (%u bytes queued)", OUT_MAX);
+		else
+			peer_conn_fail(p, "out of memory");
+		return rc;
+	}
+	if (p->mac)
+		p->seq_tx++;
 	flush_out(p);
 	return 0;
 }
@@ -298,7 +260,7 @@ void peer_conn_fail(struct peer *p, const char *fmt, ...)
 	p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : PEER_BACKOFF_MIN_MS;
 	if (p->backoff_ms > PEER_BACKOFF_MAX_MS)
 		p->backoff_ms = PEER_BACKOFF_MAX_MS;
-	p->deadline_ns = now_ns() + p->backoff_ms * 1000000ull;
+	p->deadline_ns = clock_now_ns() + p->backoff_ms * 1000000ull;
 	peer_arm_timer(p);
 }
 
@@ -321,7 +283,7 @@ void peer_conn_refuse(struct peer *p, const char *fmt, ...)
  * deadline, the reconnect, or the earliest request deadline. */
 void peer_arm_timer(struct peer *p)
 {
-	uint64_t at = 0, now = now_ns();
+	uint64_t at = 0, now = clock_now_ns();
 
 	ev_timer_stop(p->pc->loop, &p->tw);
 	if (p->state == PEER_UP) {
@@ -340,7 +302,7 @@ void peer_arm_timer(struct peer *p)
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct peer *p = w->data;
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 	struct peer_pending **pp, *q;
 
 	if (p->magic != PEER_MAGIC)
@@ -457,7 +419,7 @@ static int conn_setup(struct peer *p, int fd)
 	ev_io_init(&p->ww, write_cb, fd, EV_WRITE);
 	p->rw.data = p;
 	p->ww.data = p;
-	p->deadline_ns = now_ns() + PEER_TIMEOUT_MS * 1000000ull;
+	p->deadline_ns = clock_now_ns() + PEER_TIMEOUT_MS * 1000000ull;
 	tune_socket(fd);
 	return 0;
 }
@@ -588,7 +550,7 @@ static void dial(struct peer *p)
 
 	snprintf(port, sizeof(port), "%u", p->port);
 	p->state = PEER_CONNECTING;
-	p->deadline_ns = now_ns() + PEER_TIMEOUT_MS * 1000000ull;
+	p->deadline_ns = clock_now_ns() + PEER_TIMEOUT_MS * 1000000ull;
 	if (p->resolve_token) { /* still resolving from an earlier attempt */
 		peer_arm_timer(p);
 		return;
@@ -682,7 +644,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	addr_text(&ss, host, sizeof(host));
 	if (!allowed(pc, &ss) || pc->n_in >= MAX_INCOMING ||
 	    incoming_from(pc, &ss) >= MAX_INCOMING_PER_HOST) {
-		uint64_t now = now_ns();
+		uint64_t now = clock_now_ns();
 
 		if (now - last_refusal > REFUSE_LOG_NS) {
 			log_warnx("peer connection from %s refused: %s", host,
@@ -950,7 +912,7 @@ int peer_request(struct peer *p, const char *op, json_t *args, peer_reply_fn cb,
 	q->id = p->next_id++;
 	q->cb = cb;
 	q->arg = arg;
-	q->deadline_ns = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : PEER_TIMEOUT_MS) *
+	q->deadline_ns = clock_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : PEER_TIMEOUT_MS) *
 					    1000000ull;
 	q->next = p->pending;
 	p->pending = q;
@@ -962,6 +924,15 @@ int peer_request(struct peer *p, const char *op, json_t *args, peer_reply_fn cb,
 	if (peer_send(p, m))
 		return 0; /* the connection failed: cb has been called with "closed" */
 	peer_arm_timer(p);
+	return 0;
+}
+
+int peer_remote_addr(const struct peer *p, struct sockaddr_storage *ss, socklen_t *len)
+{
+	*len = sizeof(*ss);
+	if (p->fd < 0 || getpeername(p->fd, (struct sockaddr *)ss, len))
+		return -ENOTCONN;
+	normalize(ss, len);
 	return 0;
 }
 

@@ -168,7 +168,6 @@ void peer_reply_error(struct peer_ctx *pc, const struct peer_req *rq, const char
 
 /* The outgoing peer for reference.peers[i], or NULL. */
 struct peer *peer_outgoing(struct peer_ctx *pc, size_t i);
-const char *peer_state_name(enum peer_state s);
 /* The remote address of a connection, for split-QP lookups and logs. */
 int peer_remote_addr(const struct peer *p, struct sockaddr_storage *ss, socklen_t *len);
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "justitiad.h"
 #include "log.h"
 #include "qpwatch_event.h"
@@ -30,14 +31,6 @@
 #define PERM_HINT                                                                     \
 	"needs CAP_BPF, CAP_PERFMON and, on kernels that limit perf events or module " \
 	"BTF to it, CAP_SYS_ADMIN; see docs/qpwatch.md"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------ libbpf's log */
 
@@ -129,7 +122,7 @@ static int on_record(void *ctx, void *data, size_t len)
 			log_warnx("QP watcher: malformed record (%zu bytes) ignored", len);
 		return 0;
 	}
-	qpw_handle(w, &ev, now_ns());
+	qpw_handle(w, &ev, clock_now_ns());
 	return 0;
 }
 
@@ -198,7 +191,7 @@ static void nl_qp(void *arg, const struct rdmanl_qp *q)
  * ring buffer are newer and are applied on top. */
 static int resync(struct qpwatch *w, size_t *n)
 {
-	struct nl_ctx c = { .w = w, .now = now_ns() };
+	struct nl_ctx c = { .w = w, .now = clock_now_ns() };
 	int rc;
 
 	qpt_sync_begin(&w->table);
@@ -220,7 +213,7 @@ static void match_flows(struct qpwatch *w)
 			if (f->split_qpn >= 0 && f->split_qpn <= 0xffffff)
 				qpt_match(&w->table, f->device, (uint32_t)f->split_qpn, p->pid);
 		}
-	qpt_match_end(&w->table, now_ns());
+	qpt_match_end(&w->table, clock_now_ns());
 }
 
 static void warn_unmanaged(void *arg, const struct qpt_qp *q)
@@ -388,7 +381,7 @@ static void stop(struct qpwatch *w)
 static void timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct qpwatch *w = t->data;
-	uint64_t now = now_ns(), lost;
+	uint64_t now = clock_now_ns(), lost;
 	size_t n;
 
 	if (w->magic != QPW_MAGIC)
@@ -486,7 +479,7 @@ json_t *qpwatch_status_json(struct qpwatch *w)
 			 "reason", on ? json_null() : json_string(w->reason),
 			 "qps", (json_int_t)(on ? w->table.n : 0),
 			 "unmanaged", on ? json_integer((json_int_t)qpt_count_unmanaged(
-						   &w->table, now_ns(), w->grace_ns))
+						   &w->table, clock_now_ns(), w->grace_ns))
 					 : json_null(),
 			 "lost", (json_int_t)(on && w->skel ? w->skel->bss->n_dropped : 0),
 			 "grace_ms", (json_int_t)QPWATCH_GRACE_MS);
@@ -497,7 +490,7 @@ json_t *qpwatch_unmanaged_json(struct qpwatch *w)
 	if (w->magic != QPW_MAGIC || !w->on)
 		return json_null();
 	match_flows(w);
-	return json_integer((json_int_t)qpt_count_unmanaged(&w->table, now_ns(), w->grace_ns));
+	return json_integer((json_int_t)qpt_count_unmanaged(&w->table, clock_now_ns(), w->grace_ns));
 }
 
 static int cmp_qp(const void *a, const void *b)
@@ -517,7 +510,7 @@ static int cmp_qp(const void *a, const void *b)
 void qpwatch_append_unmanaged(struct qpwatch *w, json_t *flows)
 {
 	const struct qpt_qp **v;
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 	size_t n = 0;
 
 	if (w->magic != QPW_MAGIC || !w->on || !w->table.n)

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define WR_REF 1ull
@@ -30,14 +31,6 @@ struct open_op {
 static void try_start(struct refflow *rf);
 static bool pick_peer(struct refflow *rf);
 static void schedule_probe(struct refflow *rf, uint64_t now);
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 const char *refflow_state_name(enum ref_state s)
 {
@@ -315,7 +308,7 @@ static void probe_open(struct refflow *rf, struct ref_session *s, int err, const
 			  rf->dev.name, rf->dev.port);
 	rf->logged = false;
 	rf->last_t0 = 0;
-	schedule_probe(rf, now_ns());
+	schedule_probe(rf, clock_now_ns());
 }
 
 /* Post one probe (and its loopback twin) now. */
@@ -328,14 +321,14 @@ static void probe_now(struct refflow *rf, uint64_t now)
 	rf->cur.active = true;
 	rf->cur.seq = seq;
 	if (rf->lb_up) {
-		rf->cur.lb_t0 = now_ns();
+		rf->cur.lb_t0 = clock_now_ns();
 		if (rdma_post_write(&rf->lb_src, &rf->lb_remote, WR_LB << 56 | seq,
 				    REF_MSG_BYTES)) {
 			log_warnx("loopback correction disabled: post failed");
 			lb_teardown(rf);
 		}
 	}
-	rf->cur.t0 = now_ns();
+	rf->cur.t0 = clock_now_ns();
 	rf->last_t0 = rf->cur.t0;
 	rc = rdma_post_write(&rf->s.ep, &rf->s.remote, WR_REF << 56 | seq, REF_MSG_BYTES);
 	if (rc)
@@ -368,7 +361,7 @@ static void probe_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct refflow *rf = w->data;
 
-	schedule_probe(rf, now_ns());
+	schedule_probe(rf, clock_now_ns());
 }
 
 static void sample_done(struct refflow *rf, uint64_t now)
@@ -393,7 +386,7 @@ static void handle_wc(struct refflow *rf, struct rdma_ep *ep, const struct ibv_w
 
 	/* a probe posted while this batch was being polled completes after it */
 	if (mine && now < rf->cur.t0)
-		now = now_ns();
+		now = clock_now_ns();
 
 	if (ep == rf->extra) {
 		rf->extra_cb(rf, wc, now, rf->extra_arg);
@@ -438,7 +431,7 @@ static void poll_ep(struct refflow *rf, struct rdma_ep *ep, uint64_t now)
 static void chan_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct refflow *rf = w->data;
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 	struct ibv_cq *cq;
 	void *ctx;
 
@@ -605,7 +598,7 @@ static void op_ref_open(struct peer_ctx *pc, struct peer *p, const struct peer_r
 	}
 	if (resp_admit(rf, p->serial, &host, (size_t)len, err, sizeof(err))) {
 		static uint64_t last_log;
-		uint64_t now = now_ns();
+		uint64_t now = clock_now_ns();
 
 		rf->resp_refused++;
 		if (!last_log || now - last_log > 10000000000ull) { /* one line per 10 s */
@@ -770,7 +763,7 @@ void refflow_set_wanted(struct refflow *rf, bool wanted)
 	}
 	log_debug(LOG_SS_REF, "reference flow needed");
 	if (rf->s.up && rf->state == REF_UP) {
-		schedule_probe(rf, now_ns());
+		schedule_probe(rf, clock_now_ns());
 		return;
 	}
 	rf->state = REF_CONNECTING;
@@ -788,7 +781,7 @@ void refflow_pause(struct refflow *rf, bool paused)
 	rf->paused = paused;
 	memset(&rf->cur, 0, sizeof(rf->cur));
 	if (!paused)
-		schedule_probe(rf, now_ns());
+		schedule_probe(rf, clock_now_ns());
 }
 
 void refflow_reconfigure(struct refflow *rf)

@@ -61,6 +61,17 @@ void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
 	c->bytes = 0;
 	if (cls == atomic_load_explicit(&q->cls, memory_order_relaxed)) {
 		c->streak = 0;
+		/* the first window that agrees with the class the QP has: say
+		 * so once (the tick logs it, nothing goes to the daemon) */
+		if (!c->kept) {
+			int none = -1;
+
+			c->kept = 1;
+			atomic_compare_exchange_strong_explicit(&c->verdict, &none,
+								cls | CLASSIFY_KEPT,
+								memory_order_release,
+								memory_order_relaxed);
+		}
 		return;
 	}
 	c->streak = cls == c->candidate ? c->streak + 1 : 1;
@@ -74,10 +85,15 @@ void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
 void shim_classify_tick(struct shim_qp *q)
 {
 	int cls = atomic_exchange_explicit(&q->classify.verdict, -1, memory_order_acq_rel);
-	static const char *const names[] = { "latency", "throughput", "bandwidth" };
+	static const char *const names[] = { JST_CLASS_NAME_LIST };
 
 	if (cls < 0 || !atomic_load(&q->classify.on))
 		return;
+	if (cls & CLASSIFY_KEPT) {
+		shim_log("QP %u: posts like a %s flow: class kept", q->qp->qp_num,
+			 names[cls & ~CLASSIFY_KEPT]);
+		return;
+	}
 	shim_log("QP %u: posts like a %s flow: reclassified", q->qp->qp_num, names[cls]);
 	shim_client_report_class(q, cls);
 }

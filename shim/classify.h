@@ -11,6 +11,8 @@
  *   else in flight in >= half the calls -> throughput (small, pipelined)
  *   else                                -> latency (small, one at a time)
  * A QP changes class after CLASSIFY_STREAK windows agree on a new one.  The
+ * first window that agrees with the class the QP already has is logged once
+ * ("posts like a X flow: class kept"), so a log shows the QP was judged.  The
  * post path only counts; the verdict goes to the daemon from the progress
  * thread's tick (never block a post).  Only QPs whose class nobody else
  * decided (no justitia_set_qp_class(), no apps rule in the daemon's
@@ -27,6 +29,8 @@
 #define CLASSIFY_BW_BYTES 16384
 #define CLASSIFY_STREAK 2
 
+#define CLASSIFY_KEPT 0x100 /* in verdict: the class was confirmed, not changed */
+
 #define CLASSIFY_RING 256   /* signaled WRs in flight that we follow */
 
 struct classify_state {
@@ -41,7 +45,9 @@ struct classify_state {
 	uint64_t ring[CLASSIFY_RING]; /* posted-count at each signaled WR */
 	unsigned ring_head, ring_len;
 	int candidate, streak;
-	_Atomic int verdict;      /* class to report to the daemon, or -1 */
+	int kept;                 /* a window confirmed the QP's class */
+	_Atomic int verdict;      /* class to report to the daemon (| CLASSIFY_KEPT:
+				   * only to log), or -1 */
 	int sq_sig_all;
 };
 

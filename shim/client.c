@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "proto.h"
 #include "shim.h"
@@ -54,14 +55,6 @@ static struct {
 	int need_fail_open;           /* lost the daemon: QPs must stop pacing */
 	struct { void *p; size_t n; } stale[2]; /* a lost daemon's segments (retire_segment()) */
 } cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void shim_client_init(void)
 {
@@ -134,7 +127,7 @@ static void disconnect(int failed)
 		cl.backoff_ns = cl.backoff_ns ? cl.backoff_ns * 2 : BACKOFF_MIN_NS;
 		if (cl.backoff_ns > BACKOFF_MAX_NS)
 			cl.backoff_ns = BACKOFF_MAX_NS;
-		cl.retry_at_ns = now_ns() + cl.backoff_ns;
+		cl.retry_at_ns = clock_now_ns() + cl.backoff_ns;
 	}
 }
 
@@ -267,7 +260,7 @@ static int ensure_connected(void)
 		return 0;
 	if (cl.fd >= 0)
 		disconnect(0); /* inherited across fork: not ours */
-	if (now_ns() < cl.retry_at_ns)
+	if (clock_now_ns() < cl.retry_at_ns)
 		return -EAGAIN;
 	fd = proto_connect(NULL, CONNECT_TIMEOUT_MS);
 	if (fd < 0) {
@@ -278,7 +271,7 @@ static int ensure_connected(void)
 		 * daemon started after the application takes over within
 		 * UNREACHABLE_RETRY_NS (a daemon that answers badly backs
 		 * off, 1 s doubling to 30 s) */
-		cl.retry_at_ns = now_ns() + UNREACHABLE_RETRY_NS;
+		cl.retry_at_ns = clock_now_ns() + UNREACHABLE_RETRY_NS;
 		return fd;
 	}
 	cl.fd = fd;
@@ -301,7 +294,7 @@ static int ensure_connected(void)
 	return 0;
 }
 
-static const char *const class_names[] = { "latency", "throughput", "bandwidth" };
+static const char *const class_names[] = { JST_CLASS_NAME_LIST };
 
 static int class_from_name(const char *s)
 {
@@ -412,8 +405,8 @@ static int daemon_gone(void)
 		return 1;
 	if (poll(&pfd, 1, 0) > 0)
 		return 1;
-	return atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed) + 2000000000ull <
-	       now_ns();
+	return atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed) + JST_HEARTBEAT_STALE_NS <
+	       clock_now_ns();
 }
 
 void shim_client_poll(void)

@@ -3,8 +3,14 @@
  * static inlines that call ctx->ops.<fn>, and ibv_create_qp_ex calls the
  * verbs_context's create_qp_ex pointer: the shim replaces those pointers in
  * every context it sees and keeps the provider's originals in the context's
- * record.  In this version the wrappers only count; they never change what
- * the provider sees or returns. */
+ * record.  post_send: a latency QP takes a one-branch fast path straight to
+ * the provider; a direct QP's WRs are counted (and sampled for
+ * JUSTITIA_CLASS=auto) on their way to it; a paced QP's go to pace.c
+ * (backlog, tokens, splitting).  poll_cq returns the completions the shim
+ * owes first (inject.c), yields once in an empty poll of a CQ whose QP the
+ * shim holds back, and gives split messages' completions their full length
+ * (splitmsg.c).  post_recv counts receives and tracks those of QPs with a
+ * split QP (splitmsg.c). */
 #include "shim.h"
 #include "client.h"
 #include "inject.h"

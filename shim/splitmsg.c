@@ -27,6 +27,7 @@
  *   32 nseg x {addr u64, rkey u32, len u32} */
 #define WIRE_FIXED 32
 #define WIRE_SEG 16
+#define SPLITMSG_MAX_LEN (1ull << 31) /* the largest RDMA message */
 _Static_assert(WIRE_FIXED + SPLITMSG_MAX_SEG * WIRE_SEG <= SPLITMSG_SLOT_SIZE,
 	       "a control message fits a slot");
 
@@ -84,10 +85,15 @@ static size_t wire_encode(uint8_t *p, const struct wire *w)
 	return WIRE_FIXED + (size_t)w->nseg * WIRE_SEG;
 }
 
-/* 0, or -EPROTO for what a shim of ours would not send. */
+/* 0, or -EPROTO for what a shim of ours would not send: another magic or
+ * version, an unknown type, kind or verdict, a reserved field that is not
+ * zero, segments anywhere but in a READY GO, more segments than
+ * SPLITMSG_MAX_SEG or than @len holds, or a HDR whose chunk is not inside
+ * a message of at most SPLITMSG_MAX_LEN bytes. */
 static int wire_decode(const uint8_t *p, size_t len, struct wire *w)
 {
-	if (len < WIRE_FIXED || get32(p) != WIRE_MAGIC || p[4] != WIRE_VERSION)
+	if (len < WIRE_FIXED || get32(p) != WIRE_MAGIC || p[4] != WIRE_VERSION ||
+	    get32(p + 28) != 0)
 		return -EPROTO;
 	w->type = p[5];
 	w->arg = p[6];
@@ -97,6 +103,20 @@ static int wire_decode(const uint8_t *p, size_t len, struct wire *w)
 	w->chunk = get32(p + 24);
 	if (w->nseg > SPLITMSG_MAX_SEG || len < WIRE_FIXED + (size_t)w->nseg * WIRE_SEG)
 		return -EPROTO;
+	switch (w->type) {
+	case WIRE_HDR:
+		if ((w->arg != SPLITMSG_SEND && w->arg != SPLITMSG_WRITE_IMM) || w->nseg ||
+		    !w->chunk || w->chunk >= w->length || w->length > SPLITMSG_MAX_LEN)
+			return -EPROTO;
+		break;
+	case WIRE_READY:
+		if ((w->arg != VERDICT_GO && w->arg != VERDICT_WHOLE) ||
+		    (w->arg == VERDICT_WHOLE && w->nseg) || w->length || w->chunk)
+			return -EPROTO;
+		break;
+	default:
+		return -EPROTO;
+	}
 	for (unsigned i = 0; i < w->nseg; i++) {
 		w->seg[i].addr = get64(p + WIRE_FIXED + i * WIRE_SEG);
 		w->seg[i].rkey = get32(p + WIRE_FIXED + i * WIRE_SEG + 8);

@@ -6,6 +6,8 @@
  */
 #include "bench_flow.h"
 
+#include "shm_abi.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,11 +17,15 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SPEC_MAX      512
 
-static const char *const class_names[] = { "latency", "throughput", "bandwidth" };
+static const char *const class_names[] = { JST_CLASS_NAME_LIST };
 static const char *const class_short[] = { "lat", "tput", "bw" };
 static const char *const verb_names[] = { "write", "write_imm", "read", "send" };
 static const char *const poll_names[] = { "busy", "event" };
 _Static_assert(ARRAY_SIZE(class_names) == BENCH_CLASS_MAX, "a name per class");
+_Static_assert((int)BENCH_LAT == (int)JST_CLASS_LATENCY &&
+		       (int)BENCH_TPUT == (int)JST_CLASS_THROUGHPUT &&
+		       (int)BENCH_BW == (int)JST_CLASS_BANDWIDTH,
+	       "justbench's classes are Justitia's");
 _Static_assert(ARRAY_SIZE(verb_names) == BENCH_VERB_MAX, "a name per verb");
 _Static_assert(ARRAY_SIZE(poll_names) == BENCH_POLL_MAX, "a name per polling mode");
 

@@ -8,6 +8,7 @@
  * ctl_main().  Commands are a table, as in lldpcli. */
 #include "proto.h"
 #include "ctl_metrics.h"
+#include "rate.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -111,58 +112,16 @@ static int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static const struct {
-	const char *suffix;
-	uint64_t mult;
-} rate_units[] = {
-	{ "", 1 },
-	{ "bit", 1 },
-	{ "kbit", 1000ull },
-	{ "mbit", 1000000ull },
-	{ "gbit", 1000000000ull },
-	{ "tbit", 1000000000000ull },
-};
-
-/* A rate in bit/s: "25Gbit", "2.5gbit", "400Mbit", "100kbit", "1000000",
- * "1000000bit" (SI multiples, units case-insensitive, as tc(8) spells
- * them).  0, -EINVAL (syntax), -ERANGE (zero, too large, or a fraction of a
- * bit/s). */
+/* A MaxRate for "set max-rate": the grammar of common/rate.h, the range
+ * the daemon takes (RATE_MIN_BPS..RATE_MAX_BPS).  0, -EINVAL (syntax),
+ * -ERANGE (out of range). */
 static int parse_rate(const char *s, uint64_t *bps)
 {
-	uint64_t ip = 0, frac = 0, scale = 1, mult = 0, v, f;
-	const char *p = s;
-	int fdigits = 0;
+	int rc = rate_parse(s, bps);
 
-	if (!s || *p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++)
-		if (__builtin_mul_overflow(ip, 10, &ip) ||
-		    __builtin_add_overflow(ip, *p - '0', &ip))
-			return -ERANGE;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		for (; *p >= '0' && *p <= '9'; p++) {
-			if (++fdigits > 12)
-				return -EINVAL;
-			frac = frac * 10 + (uint64_t)(*p - '0');
-			scale *= 10;
-		}
-	}
-	for (size_t i = 0; i < sizeof(rate_units) / sizeof(rate_units[0]); i++)
-		if (!strcasecmp(p, rate_units[i].suffix))
-			mult = rate_units[i].mult;
-	if (!mult)
-		return -EINVAL;
-	if (__builtin_mul_overflow(ip, mult, &v) || __builtin_mul_overflow(frac, mult, &f))
-		return -ERANGE;
-	if (f % scale)
-		return -ERANGE;
-	if (__builtin_add_overflow(v, f / scale, &v) || v > INT64_MAX || !v)
-		return -ERANGE;
-	*bps = v;
-	return 0;
+	if (!rc && (*bps < RATE_MIN_BPS || *bps > RATE_MAX_BPS))
+		rc = -ERANGE;
+	return rc;
 }
 
 /* "25.0 Gbit/s", "640 bit/s" */

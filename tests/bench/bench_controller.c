@@ -18,14 +18,12 @@
 
 #include "../../daemon/controller.h"
 #include "../../daemon/justitiad.h"
+#include "clock.h"
 #include "log.h"
 
 uint64_t daemon_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_now_ns();
 }
 
 static uint64_t cpu_ns(void)

@@ -10,6 +10,23 @@
 #include "../../shim/log.c"
 
 static int reported = -1;
+static char log_path[] = "/tmp/test_classify.XXXXXX";
+
+/* How often @what appears in the shim's log (JUSTITIA_LOG=log_path) since
+ * the last call; the log is emptied. */
+static int logged(const char *what)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen(log_path, "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	assert_int_equal(truncate(log_path, 0), 0);
+	return n;
+}
 
 int shim_client_report_class(struct shim_qp *q, int cls)
 {
@@ -109,12 +126,35 @@ static void large_messages_are_bandwidth(void **state)
 	free(q);
 }
 
+/* A QP that posts like the class it has is judged, keeps its class,
+ * tells the daemon nothing, and says so once in the log. */
 static void same_class_reports_nothing(void **state)
 {
 	struct shim_qp *q = new_qp();
 
+	logged("");
+	post(q, CLASSIFY_WINDOW - 1, 1, 65536, 0);
+	assert_int_equal(logged("posts like"), 0); /* not judged yet */
+	post(q, 1, 1, 65536, 0);
+	assert_int_equal(logged("QP 17: posts like a bandwidth flow: class kept"), 1);
 	post(q, 4 * CLASSIFY_WINDOW, 1, 65536, 0);
+	assert_int_equal(logged("posts like"), 0); /* once per QP */
 	assert_int_equal(reported, -1);
+	assert_int_equal(atomic_load(&q->cls), JST_CLASS_BANDWIDTH);
+	free(q);
+}
+
+/* A kept class does not hide a change that follows. */
+static void kept_then_changed(void **state)
+{
+	struct shim_qp *q = new_qp();
+
+	logged("");
+	post(q, CLASSIFY_WINDOW, 1, 1 << 20, 1);
+	assert_int_equal(logged("class kept"), 1);
+	post(q, 2 * CLASSIFY_WINDOW, 1, 2, 1);
+	assert_int_equal(reported, JST_CLASS_LATENCY);
+	assert_int_equal(logged("QP 17: posts like a latency flow: reclassified"), 1);
 	free(q);
 }
 
@@ -151,9 +191,19 @@ int main(void)
 		cmocka_unit_test(post_lists_are_throughput),
 		cmocka_unit_test(large_messages_are_bandwidth),
 		cmocka_unit_test(same_class_reports_nothing),
+		cmocka_unit_test(kept_then_changed),
 		cmocka_unit_test(flapping_needs_a_streak),
 		cmocka_unit_test(off_reports_nothing),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int fd = mkstemp(log_path), rc;
+
+	if (fd < 0)
+		return 1;
+	close(fd);
+	setenv("JUSTITIA_LOG", log_path, 1);
+	shim_log_init();
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	unlink(log_path);
+	return rc;
 }

@@ -17,16 +17,14 @@
 #include "../../daemon/controller.h"
 #include "../../daemon/justitiad.h"
 #include "bucket.h"
+#include "clock.h"
 #include "log.h"
 
 #define MAXRATE 10000000000ull
 
 uint64_t daemon_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_now_ns();
 }
 
 static struct daemon d;

@@ -120,6 +120,18 @@ static int provider_count(void)
 	return n;
 }
 
+/* Has the provider been given the WR with this wr_id? */
+static bool provider_saw(uint64_t wr_id)
+{
+	bool saw = false;
+
+	pthread_mutex_lock(&prov.lock);
+	for (int i = 0; i < prov.n && i < MAXW; i++)
+		saw |= prov.wr_id[i] == wr_id;
+	pthread_mutex_unlock(&prov.lock);
+	return saw;
+}
+
 static struct ibv_device fake_dev = { .name = "fake0" };
 static struct verbs_context vctx;
 static struct {
@@ -272,11 +284,15 @@ static void inline_data_is_copied(void **state)
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE };
 	struct ibv_send_wr *bad;
 
-	post_n(3, 1, 1000); /* put the bucket in debt so the inline WR waits */
+	post_n(3, 1, 10000); /* 30 ms of debt at 1 MB/s: the inline WR waits */
 	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	/* the WR is in the shim's backlog, not yet the provider's: what
+	 * follows tests the shim's copy, not the provider's */
+	assert_false(provider_saw(7));
 	memcpy(buf, "XXXXXXX", 8); /* allowed: inline data is the provider's once posted */
 	wait_for(4);
 	assert_int_equal(provider_count(), 4);
+	assert_int_equal(prov.wr_id[3], 7);
 	assert_memory_equal(prov.inline_seen[3], "abcdefg", 8);
 }
 

@@ -997,6 +997,53 @@ static int group_teardown(void **state UNUSED)
 	return 0;
 }
 
+/* The output queue of an event-loop connection: bounded, sent without
+ * blocking, what the socket did not take kept in order, errors returned. */
+static void output_queue(void **state)
+{
+	char *buf = NULL, big[65536], rd[65536];
+	size_t len = 0, cap = 0, got = 0;
+	int sv[2], rc;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(proto_out_append(&buf, &len, &cap, "", 0, 10), 0);
+	assert_int_equal(proto_out_flush(sv[0], buf, &len), 0);
+	assert_int_equal(proto_out_append(&buf, &len, &cap, "hello\n", 6, 10), 0);
+	assert_int_equal(proto_out_append(&buf, &len, &cap, "world\n", 6, 10), -ENOBUFS);
+	assert_int_equal(len, 6);
+	assert_int_equal(proto_out_flush(sv[0], buf, &len), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(recv(sv[1], rd, sizeof(rd), 0), 6);
+	assert_memory_equal(rd, "hello\n", 6);
+	/* more than the socket takes: the rest waits, in order */
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 7);
+	for (int k = 0; k < 64; k++)
+		assert_int_equal(proto_out_append(&buf, &len, &cap, big, sizeof(big), 1u << 30), 0);
+	rc = proto_out_flush(sv[0], buf, &len);
+	assert_int_equal(rc, 1);
+	assert_true(len > 0 && len < 64 * sizeof(big));
+	while (got < 64 * sizeof(big)) {
+		ssize_t n = recv(sv[1], rd, sizeof(rd), MSG_DONTWAIT);
+
+		if (n > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				assert_int_equal(rd[i], big[(got + (size_t)i) % sizeof(big)]);
+			got += (size_t)n;
+		} else {
+			rc = proto_out_flush(sv[0], buf, &len);
+			assert_true(rc >= 0);
+		}
+	}
+	assert_int_equal(len, 0);
+	/* the peer is gone: the error, never SIGPIPE */
+	close(sv[1]);
+	assert_int_equal(proto_out_append(&buf, &len, &cap, "x", 1, 10), 0);
+	assert_int_equal(proto_out_flush(sv[0], buf, &len), -EPIPE);
+	close(sv[0]);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1028,6 +1075,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(connect_backlog_timeout, setup_tmpdir,
 						teardown_tmpdir),
 		cmocka_unit_test_setup_teardown(call_over_connect, setup_tmpdir, teardown_tmpdir),
+		cmocka_unit_test(output_queue),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -17,6 +17,7 @@
 #include "../../daemon/qpwatch.c"
 #include "../../common/log.c"
 
+#include <dirent.h>
 #include <pthread.h>
 
 #define UNUSED __attribute__((unused))
@@ -470,22 +471,35 @@ static void device_filter(void **state UNUSED)
 	fake_fini(&x);
 }
 
-/* Within the grace period a new QP is neither listed nor counted. */
+/* Within the grace period a new QP is neither listed nor counted; once
+ * the period has passed it is both. */
 static void grace_period(void **state UNUSED)
 {
 	struct fake x;
-	struct qpw_event e = record(QPW_EV_CREATE, 200, "rxe0", 19);
+	struct qpw_event fresh = record(QPW_EV_CREATE, 200, "rxe0", 19);
+	struct qpw_event old = record(QPW_EV_CREATE, 201, "rxe0", 20);
 	json_t *arr = json_array(), *j;
+	uint64_t t0 = clock_now_ns(); /* since boot: at least seconds */
 
 	fake_init(&x);
-	x.w.grace_ns = 3600 * 1000 * MS;
-	qpw_handle(&x.w, &e, now_ns());
+	x.w.grace_ns = t0 / 2;
+	qpw_handle(&x.w, &fresh, t0);
+	qpw_handle(&x.w, &old, 0); /* seen at boot */
+	assert_int_equal(x.w.table.n, 2);
 	qpwatch_append_unmanaged(&x.w, arr);
-	assert_int_equal(json_array_size(arr), 0);
+	assert_int_equal(json_array_size(arr), 1);
+	j = json_array_get(arr, 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "qpn")), 20);
+	assert_true(json_integer_value(json_object_get(j, "age_ms")) >= (json_int_t)(t0 / MS));
 	j = qpwatch_unmanaged_json(&x.w);
-	assert_int_equal(json_integer_value(j), 0);
+	assert_int_equal(json_integer_value(j), 1);
 	json_decref(j);
 	json_decref(arr);
+	/* without a grace period the fresh QP counts at once */
+	x.w.grace_ns = 0;
+	j = qpwatch_unmanaged_json(&x.w);
+	assert_int_equal(json_integer_value(j), 2);
+	json_decref(j);
 	fake_fini(&x);
 }
 
@@ -718,6 +732,20 @@ static void collect(void *arg, const struct rdmanl_qp *q)
 	n_got++;
 }
 
+struct all_ctx {
+	struct rdmanl_qp *q;
+	size_t max, *n;
+};
+
+static void collect_all(void *arg, const struct rdmanl_qp *q)
+{
+	struct all_ctx *c = arg;
+
+	if (*c->n < c->max)
+		c->q[*c->n] = *q;
+	(*c->n)++;
+}
+
 static void netlink_devices(void **state UNUSED)
 {
 	struct rdmanl_dev devs[2];
@@ -829,18 +857,74 @@ static void netlink_qps(void **state UNUSED)
 	assert_int_equal(rdmanl_parse_qps(n.b, n.len, 9, collect, NULL), -EPROTO);
 }
 
-/* On the host, asking RDMA netlink fails cleanly, or (on a machine with
- * RDMA) lists what is there: never hangs, never crashes. */
+/* Is this process in the initial PID namespace?  The kernel lists its own
+ * QPs (ib_core's GSI QP) only there. */
+static bool in_init_pid_ns(void)
+{
+	char l[64];
+	ssize_t n = readlink("/proc/self/ns/pid", l, sizeof(l) - 1);
+
+	if (n <= 0)
+		return false;
+	l[n] = 0;
+	return !strcmp(l, "pid:[4026531836]"); /* PROC_PID_INIT_INO */
+}
+
+/* Without ib_core the kernel has no RDMA netlink family: the dump fails
+ * with the socket's error and reports nothing.  With it (the test VM, a
+ * machine with RDMA) the dump succeeds, every QP it reports belongs to a
+ * device in /sys/class/infiniband, and in the initial PID namespace each
+ * InfiniBand/RoCE device (node type CA) shows its kernel GSI QP, QP 1. */
 static void netlink_live(void **state UNUSED)
 {
+	static struct rdmanl_qp all[256];
+	size_t n_all = 0;
 	int rc;
 
-	n_got = 0;
-	rc = rdmanl_dump_qps(collect, NULL);
-	if (access("/sys/module/ib_core", F_OK))
-		assert_true(rc < 0);
-	else
-		assert_true(rc <= 0);
+	rc = rdmanl_dump_qps(collect_all, &(struct all_ctx){ all, 256, &n_all });
+	if (access("/sys/module/ib_core", F_OK)) {
+		assert_int_equal(rc, -EPROTONOSUPPORT);
+		assert_int_equal(n_all, 0);
+		return;
+	}
+	assert_int_equal(rc, 0);
+	for (size_t i = 0; i < n_all && i < 256; i++) {
+		char p[128];
+
+		snprintf(p, sizeof(p), "/sys/class/infiniband/%s", all[i].dev);
+		assert_int_equal(access(p, F_OK), 0);
+	}
+	if (in_init_pid_ns()) {
+		DIR *d = opendir("/sys/class/infiniband");
+		struct dirent *de;
+		int n_ca = 0;
+
+		assert_true(n_all < 256);
+		while (d && (de = readdir(d))) {
+			char p[300], t[16] = "";
+			bool gsi = false;
+			FILE *f;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "/sys/class/infiniband/%s/node_type", de->d_name);
+			f = fopen(p, "r");
+			if (!f || !fgets(t, sizeof(t), f) || strncmp(t, "1:", 2)) {
+				if (f)
+					fclose(f);
+				continue; /* not a CA (iWARP has no GSI QP) */
+			}
+			fclose(f);
+			for (size_t i = 0; i < n_all; i++)
+				gsi |= all[i].kernel && all[i].qpn == 1 &&
+				       !strcmp(all[i].dev, de->d_name);
+			assert_true(gsi);
+			n_ca++;
+		}
+		if (d)
+			closedir(d);
+		print_message("netlink_live: %zu QPs, %d CA devices\n", n_all, n_ca);
+	}
 }
 
 int main(void)

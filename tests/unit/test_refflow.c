@@ -16,7 +16,7 @@
 
 uint64_t daemon_now_ns(void)
 {
-	return now_ns();
+	return clock_now_ns();
 }
 
 static struct sockaddr_storage host(const char *ip)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -263,23 +264,49 @@ static void allowed_only_with_known_ops(void **state)
 	wrbuf_enter(&b);
 }
 
-static atomic_int entered;
+static atomic_int entered, trying, other_tid;
 
 static void *other_batch(void *arg)
 {
+	atomic_store(&other_tid, gettid());
+	atomic_store(&trying, 1);
 	wrbuf_enter(&b);
 	atomic_store(&entered, 1);
 	wrbuf_leave(&b);
 	return NULL;
 }
 
+/* The scheduler state of thread @tid ('R', 'S', ...). */
+static char thread_state(int tid)
+{
+	char path[64], line[256], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	p = fgets(line, sizeof(line), f);
+	fclose(f);
+	p = p ? strrchr(line, ')') : NULL;
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Another thread that opens the region while we hold it goes to sleep in
+ * wrbuf_enter() (its only blocking call after it said it is trying) and
+ * gets in only when we leave.  No timing: we wait until it either got in
+ * (wrong) or sleeps. */
 static void one_batch_at_a_time(void **state)
 {
 	pthread_t t;
 
 	atomic_store(&entered, 0);
+	atomic_store(&trying, 0);
 	pthread_create(&t, NULL, other_batch, NULL);
-	usleep(50000);
+	while (!atomic_load(&trying))
+		sched_yield();
+	while (!atomic_load(&entered) && thread_state(atomic_load(&other_tid)) != 'S')
+		sched_yield();
 	assert_int_equal(atomic_load(&entered), 0); /* we hold the region */
 	wrbuf_leave(&b);
 	pthread_join(t, NULL);
