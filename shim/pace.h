@@ -50,6 +50,10 @@ static inline void shim_pace_posted_direct(struct shim_qp *q)
 	if (q->split.qp)
 		atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 }
+/* JUSTITIA_ORDER=barrier (default off while it is proven on more
+ * providers): split chunks wait for a barrier behind the application QP's
+ * earlier WRs (pace.c, "Order"). */
+extern int shim_order_barrier;
 /* From the application's ibv_poll_cq: @wc (on @q's send queue) is the
  * completion of the shim's ordering barrier: it is not the application's,
  * drop it.  Returns 1 when it was. */

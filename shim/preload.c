@@ -19,6 +19,7 @@
  *   JUSTITIA_SOCKET=PATH the daemon's control socket
  *   JUSTITIA_CLASS=lat|tput|bw|auto  class of this process's QPs (client.c)
  *   JUSTITIA_POLL_YIELD=0  never yield the CPU in an empty ibv_poll_cq (pace.h)
+ *   JUSTITIA_ORDER=barrier split chunks wait for an ordering barrier (pace.c)
  */
 #include "shim.h"
 #include "client.h"
@@ -103,6 +104,9 @@ static void shim_init(void)
 	s = secure_getenv("JUSTITIA_POLL_YIELD");
 	if (s && !strcmp(s, "0"))
 		shim_poll_yield = 0;
+	s = secure_getenv("JUSTITIA_ORDER");
+	if (s && !strcmp(s, "barrier"))
+		shim_order_barrier = 1;
 	shim_client_init();
 	pthread_atfork(shim_registry_atfork_prepare, shim_registry_atfork_parent, atfork_child);
 	shim_log("loaded");

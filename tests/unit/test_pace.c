@@ -179,6 +179,7 @@ static int setup(void **state)
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s: 1000 B = 1 ms */
 	q = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
 	assert_non_null(q);
+	shim_order_barrier = 1; /* JUSTITIA_ORDER=barrier */
 	/* no daemon answered registration; play the daemon from here on */
 	pthread_mutex_lock(&cl.lock);
 	atomic_store(&cl.global, &gseg.g);
