@@ -91,7 +91,7 @@ JV_TIMEOUT=400
 for api in classic ex; do
 	t=pacemode.$api
 	args=(-a "$RXE_DEV1" -b "$RXE_DEV0" -g "$RXE_GID" -S "$SEED" --api "$api" --max-size 1M
-	      --bytes 320M --depth 8)
+	      --bytes 1G --depth 8)
 	env LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/$t.json" JUSTITIA_LOG=stderr \
 		timeout $JV_TIMEOUT "$P" "${args[@]}" --order "$S/$t.order" >"$JV_OUT/$t.out" 2>&1 &
 	IP=$!
