@@ -46,7 +46,7 @@ static void answer(int fd, json_t *req)
 
 		assert_int_equal(shm_global_create(&gseg, 4, 0x1000), 0);
 		assert_int_equal(shm_client_create(&cseg, 4, (uint32_t)getpid(), 0x1000), 0);
-		atomic_store(&((struct jst_shm_global *)gseg.base)->heartbeat_ns, pace_now());
+		atomic_store(&((struct jst_shm_global *)gseg.base)->heartbeat_ns, clock_now_ns());
 		pthread_mutex_lock(&fd_.lock);
 		if (fd_.spoil)
 			fd_.spoil(gseg.base, cseg.base);
