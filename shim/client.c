@@ -53,7 +53,6 @@ static struct {
 	size_t client_size;
 	const char *cls_hint;         /* from JUSTITIA_CLASS, NULL = let the daemon decide */
 	int need_fail_open;           /* lost the daemon: QPs must stop pacing */
-	struct { void *p; size_t n; } stale[2]; /* a lost daemon's segments (retire_segment()) */
 } cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 void shim_client_init(void)
@@ -75,35 +74,19 @@ void shim_client_init(void)
 }
 
 /* Let go of a lost daemon's segments.  A post path may still hold a
- * pointer into them for a moment (until fail-open reaches its QP): they
- * are replaced at once by private zero pages (the daemon's memory is
- * released; a late reader sees a free slot, a late writer counts into
- * nothing) and unmapped for good once the QPs point elsewhere (stale_drop,
- * after the next fail-open). */
+ * pointer into them for a moment (until fail-open reaches its QP, and
+ * after: a thread may have loaded the slot just before), so they are never
+ * unmapped: they are replaced at once by private zero pages (the daemon's
+ * memory is released; a late reader sees a free slot, a late writer counts
+ * into nothing) and stay mapped for the life of the process.  That costs
+ * address space, one pair of segments per daemon lost, and no memory but
+ * the pages a late writer touched.  Unmapping them once the QPs point
+ * elsewhere crashed a posting thread in 47-robust (dkill). */
 static void retire_segment(void *p, size_t n)
 {
-	if (!p)
-		return;
-	for (int i = 0; i < 2; i++) {
-		if (cl.stale[i].p)
-			continue;
-		if (mmap(p, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-		    MAP_FAILED)
-			break;
-		cl.stale[i].p = p;
-		cl.stale[i].n = n;
-		return;
-	}
-	/* no room (two losses without a fail-open between): keep it mapped */
-}
-
-static void stale_drop(void)
-{
-	for (int i = 0; i < 2; i++) {
-		if (cl.stale[i].p)
-			munmap(cl.stale[i].p, cl.stale[i].n);
-		cl.stale[i].p = NULL;
-	}
+	if (p)
+		mmap(p, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	/* (if that failed, the daemon's pages stay mapped: still safe) */
 }
 
 /* Forget the connection and the daemon's segments (retire_segment()). */
@@ -287,8 +270,6 @@ static int ensure_connected(void)
 		cl.need_fail_open = 0;
 		shim_pace_fail_open();
 	}
-	/* no QP points into a lost daemon's segments any more */
-	stale_drop();
 	/* a new daemon knows none of our QPs yet */
 	register_all();
 	return 0;
@@ -421,13 +402,8 @@ void shim_client_poll(void)
 	gone = cl.need_fail_open;
 	cl.need_fail_open = 0;
 	pthread_mutex_unlock(&cl.lock);
-	if (gone) {
+	if (gone)
 		shim_pace_fail_open();
-		pthread_mutex_lock(&cl.lock);
-		if (!cl.need_fail_open)
-			stale_drop();
-		pthread_mutex_unlock(&cl.lock);
-	}
 	/* reconnecting registers every QP anew (and may need the registry
 	 * lock, which fail-open took and released above) */
 	pthread_mutex_lock(&cl.lock);
@@ -625,11 +601,6 @@ void shim_client_atfork_child(void)
 		munmap(cl.client, cl.client_size);
 	atomic_store(&cl.global, NULL);
 	cl.client = NULL;
-	for (int i = 0; i < 2; i++) {
-		if (cl.stale[i].p)
-			munmap(cl.stale[i].p, cl.stale[i].n);
-		cl.stale[i].p = NULL;
-	}
 	cl.need_fail_open = 0;
 	cl.retry_at_ns = 0;
 	cl.backoff_ns = 0;

@@ -109,6 +109,13 @@ finish() {
 	wait "$2" 2>/dev/null || rc=$?
 	_jv_result "$1" $((rc == ${3:-0})) "want rc ${3:-0}, got $rc"
 	if ((rc != ${3:-0} || JV_VERBOSE)); then _jv_show "$JV_OUT/$1.out" "$1"; fi
+	if ((rc != ${3:-0})); then
+		# was it rxe's retransmission path? its counters and kernel log
+		rdma statistic show 2>/dev/null | awk '{ o = "  | " $2 ":";
+			for (i = 3; i < NF; i += 2) if ($(i + 1) > 0 && $i ~ /err|dup|seq|retry|rnr/)
+				o = o " " $i " " $(i + 1); print o }'
+		dmesg | tail -5 | sed 's/^/  | dmesg: /'
+	fi
 }
 
 # opcodes FILE: "OP=wrs/bytes,..." of a JUSTITIA_STATS report or an
