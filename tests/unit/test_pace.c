@@ -601,6 +601,27 @@ static void fork_child_forgets_parent(void **state)
 	assert_int_equal(provider_count(), 4);
 }
 
+/* The daemon freed the flow's slot, or gave it to another flow: its rate
+ * is not this QP's (the shim checks state and flow id, shim/slot.h). */
+static void recycled_slot_is_not_obeyed(void **state)
+{
+	atomic_store(&gseg.slot[0].flow_id, 6);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	atomic_store(&gseg.slot[0].flow_id, 5);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_FREE);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	/* a torn read (odd seq) keeps what the QP had */
+	atomic_store(&gseg.slot[0].seq, 1);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	atomic_store(&gseg.slot[0].seq, 2);
+}
+
 static void latency_class_is_direct(void **state)
 {
 	atomic_store(&q->cls, JST_CLASS_LATENCY);
@@ -682,6 +703,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(daemon_gone_fails_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(fail_open_keeps_order_behind_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
+		cmocka_unit_test_setup_teardown(recycled_slot_is_not_obeyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_completion_has_the_wr_opcode, setup, teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
