@@ -79,6 +79,7 @@ static int provider_current(struct cqx *x, struct ibv_cq_ex *cq)
 	wc.byte_len = x->read_byte_len(cq);
 	if (shim_ops_wc(cq->context, &wc))
 		return 1;
+	cq->wr_id = wc.wr_id; /* a window tag's is the application's again */
 	x->cur = wc;
 	return 0;
 }

@@ -66,8 +66,8 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 		 * overtake it.  shim_pace_queued counts the QPs with one.
 		 * First: did the daemon's pace mode change? */
 		shim_pace_recheck(q);
-		if (shim_pace_needed(q))
-			return shim_pace_post(q, qp, wr, bad);
+		if (shim_pace_needed(q) || atomic_load_explicit(&q->win.on, memory_order_relaxed))
+			return shim_pace_post(q, qp, wr, bad); /* paced, or windowed */
 		/* nobody reads its counters (no daemon, no JUSTITIA_STATS, no
 		 * split QP, no classifier): pass it through */
 		if (!shim_count_all && !atomic_load_explicit(&q->shm_stats, memory_order_relaxed) &&
@@ -174,7 +174,8 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	/* completions matter to split QPs' messages, the classifier and the
 	 * JUSTITIA_STATS report only */
 	if (shim_count_all || shim_classify_auto ||
-	    atomic_load_explicit(&shim_split_qps, memory_order_relaxed))
+	    atomic_load_explicit(&shim_split_qps, memory_order_relaxed) ||
+	    atomic_load_explicit(&shim_window_tags, memory_order_relaxed))
 		for (int i = 0; i < got; i++)
 			if (shim_ops_wc(cq->context, &wc[i])) {
 				/* the shim's ordering barrier (pace.c): not the app's */
@@ -194,6 +195,8 @@ int shim_ops_wc(struct ibv_context *ctx, struct ibv_wc *wc)
 		return 0;
 	if (!rx && (wc->wr_id & 1) && q->split.qp && shim_pace_barrier_done(q, wc))
 		return 1;
+	if (!rx && wc->wr_id == shim_pace_window_tag(q) && shim_pace_window_done(q, wc))
+		return 1; /* a window tag the application did not ask for */
 	if (rx && q->split.qp) {
 		/* a split SEND / WRITE_WITH_IMM shows its full length */
 		pthread_mutex_lock(&q->lock);

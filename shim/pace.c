@@ -28,6 +28,7 @@
 #include "shim.h"
 #include "slot.h"
 #include "split.h"
+#include "window.h"
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
 #define BURST_NS 200000ull           /* tokens a quiet flow may bank */
@@ -277,6 +278,49 @@ static int post_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api)
 	else if (!rc)
 		n = stats_account_wr_api(&q->st, wr, NULL, &bytes);
 	shim_ops_publish(q, n, bytes);
+	return rc;
+}
+
+/* ------------------------------------------------------------ window
+ *
+ * A direct QP of a managed flow (pace mode off) keeps at most
+ * shim_window_bytes in flight (window.h): its WRs are posted one at a time,
+ * every so often one as a tag, and what does not fit waits in the backlog
+ * until a tag's completion comes back through the application's poll. */
+
+static int window_on(const struct shim_qp *q)
+{
+	return atomic_load_explicit(&q->win.on, memory_order_relaxed) &&
+	       atomic_load_explicit(&q->direct, memory_order_relaxed);
+}
+
+/* Post @wr (alone) on a windowed QP if it fits: 0 posted, -EAGAIN it must
+ * wait (*due: when to give up waiting), else the provider's error. */
+static int post_windowed(struct shim_qp *q, const struct ibv_send_wr *wr, int wr_api, uint64_t now,
+			 uint64_t *due)
+{
+	struct ibv_send_wr one = *wr;
+	uint64_t bytes = wr_bytes(wr);
+	int tag, rc, app_signaled;
+
+	if (!shim_window_admit(&q->win, bytes, now)) {
+		*due = q->win.wait_since + SHIM_WINDOW_BLIND_NS;
+		return -EAGAIN;
+	}
+	if (q->win.blind)
+		shim_log_once("a QP's window tags did not come back through ibv_poll_cq within "
+			      "2 s: its direct posts are not windowed any more");
+	one.next = NULL;
+	tag = shim_window_want_tag(&q->win, bytes);
+	app_signaled = q->classify.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	shim_window_post(&q->win, bytes, tag, wr->wr_id, app_signaled);
+	if (tag) {
+		one.wr_id = shim_pace_window_tag(q);
+		one.send_flags |= IBV_SEND_SIGNALED;
+	}
+	rc = post_one(q, &one, wr_api);
+	if (rc)
+		shim_window_unpost(&q->win, bytes, tag);
 	return rc;
 }
 
@@ -610,7 +654,16 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 			if (wait)
 				return now + wait;
 		}
-		rc = p->chunk ? post_chunk(q, p, final_chunk(p)) : post_one(q, &p->wr, p->wr_api);
+		if (!p->chunk && window_on(q)) {
+			uint64_t due = 0;
+
+			rc = post_windowed(q, &p->wr, p->wr_api, now, &due);
+			if (rc == -EAGAIN)
+				return due; /* a tag's completion drains it before */
+		} else {
+			rc = p->chunk ? post_chunk(q, p, final_chunk(p))
+				      : post_one(q, &p->wr, p->wr_api);
+		}
 		if (rc) {
 			fail_backlog(q, rc);
 			break;
@@ -739,14 +792,19 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 				    !bucket_take(&st->bucket_vtime_ns, now,
 						 wr_cost_ns(cls, slot, wr_bytes(wr)), BURST_NS))) {
 			struct ibv_send_wr one = *wr;
+			uint64_t due;
 
 			one.next = NULL;
-			rc = post_one(q, &one, wr_api);
-			if (rc) {
+			rc = window_on(q) ? post_windowed(q, &one, wr_api, now, &due)
+					  : post_one(q, &one, wr_api);
+			if (rc == -EAGAIN) {
+				rc = 0; /* it waits in the backlog, below */
+			} else if (rc) {
 				*bad = wr;
 				break;
+			} else {
+				continue;
 			}
-			continue;
 		}
 		/* The application may have max_send_wr WRs outstanding; the
 		 * provider holds some, the backlog the others.  More than its
@@ -763,7 +821,9 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			break;
 		}
 		p->wr_api = wr_api;
-		atomic_fetch_add_explicit(&q->st.held, 1, memory_order_relaxed);
+		/* (a windowed QP's waits for the NIC, not for a token) */
+		atomic_fetch_add_explicit(window_on(q) ? &q->st.window_held : &q->st.held, 1,
+					  memory_order_relaxed);
 		if (chunk)
 			pend_split(p, chunk, kind);
 		if (q->bl_tail)
@@ -1050,13 +1110,27 @@ static void set_fast_locked(struct shim_qp *q)
 			      memory_order_relaxed);
 }
 
+/* Direct, but the daemon manages the flow (pace mode off): windowed. */
+static int wants_window(struct shim_qp *q)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	struct shim_slot_view v;
+
+	return shim_window_bytes && slot && q->type == IBV_QPT_RC &&
+	       atomic_load_explicit(&q->cls, memory_order_relaxed) != JST_CLASS_LATENCY &&
+	       daemon_alive(slot) && shim_slot_read(slot, q->flow_id, &v) != -ESTALE;
+}
+
 void shim_pace_update(struct shim_qp *q)
 {
 	int want = wants_pacing(q);
+	int win = !want && wants_window(q);
 
-	if (want && progress_start())
-		want = 0;
+	/* (the window's give-up timer is the progress thread's too) */
+	if ((want || win) && progress_start())
+		want = win = 0;
 	pthread_mutex_lock(&q->lock);
+	atomic_store_explicit(&q->win.on, win, memory_order_relaxed);
 	atomic_store_explicit(&q->fast, 0, memory_order_relaxed);
 	if (!want && !atomic_load_explicit(&q->direct, memory_order_relaxed)) {
 		/* back to direct: what is queued goes first, unpaced */
@@ -1112,6 +1186,19 @@ int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc)
 	return 1;
 }
 
+int shim_pace_window_done(struct shim_qp *q, struct ibv_wc *wc)
+{
+	int hide;
+
+	pthread_mutex_lock(&q->lock);
+	hide = shim_window_complete(&q->win, wc);
+	/* what waited for it goes now, from this poll */
+	if (q->busy)
+		service_locked(q, clock_now_ns());
+	pthread_mutex_unlock(&q->lock);
+	return hide;
+}
+
 /* Forget @q's backlog without completions.  Called with q->lock held. */
 static void drop_backlog_locked(struct shim_qp *q)
 {
@@ -1139,6 +1226,7 @@ void shim_pace_qp_reset(struct shim_qp *q)
 		}
 	atomic_store_explicit(&q->ord_dirty, 0, memory_order_relaxed);
 	q->ord_barrier = 0;
+	shim_window_reset(&q->win);
 	set_fast_locked(q);
 	pthread_mutex_unlock(&q->lock);
 }
@@ -1147,6 +1235,8 @@ void shim_pace_qp_gone(struct shim_qp *q)
 {
 	pthread_mutex_lock(&q->lock);
 	drop_backlog_locked(q);
+	shim_window_reset(&q->win);
+	atomic_store_explicit(&q->win.on, 0, memory_order_relaxed);
 	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&q->lock);
 }
@@ -1155,6 +1245,7 @@ static int fail_open_one(struct shim_qp *q)
 {
 	pthread_mutex_lock(&q->lock);
 	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+	atomic_store_explicit(&q->win.on, 0, memory_order_relaxed);
 	if (q->bl_head)
 		drain_locked(q, clock_now_ns());
 	/* the daemon's memory is no longer ours to read or write */

@@ -58,6 +58,14 @@ extern int shim_order_barrier;
  * completion of the shim's ordering barrier: it is not the application's,
  * drop it.  Returns 1 when it was. */
 int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc);
+/* The wr_id of @q's window tags (window.h): odd, and no other QP's. */
+static inline uint64_t shim_pace_window_tag(const struct shim_qp *q)
+{
+	return (uintptr_t)q | 3u;
+}
+/* From the application's poll: @wc is one of @q's window tags.  Gives it
+ * the application's wr_id back; 1 when the application must not see it. */
+int shim_pace_window_done(struct shim_qp *q, struct ibv_wc *wc);
 /* The application QP went to RESET: its backlog and the chunks in flight
  * are gone, as the provider's WRs are (no completions). */
 void shim_pace_qp_reset(struct shim_qp *q);

@@ -20,12 +20,14 @@
  *   JUSTITIA_CLASS=lat|tput|bw|auto  class of this process's QPs (client.c)
  *   JUSTITIA_POLL_YIELD=0  never yield the CPU in an empty ibv_poll_cq (pace.h)
  *   JUSTITIA_ORDER=barrier split chunks wait for an ordering barrier (pace.c)
+ *   JUSTITIA_WINDOW=BYTES  what a direct QP may keep in flight (window.h)
  */
 #include "shim.h"
 #include "client.h"
 #include "inject.h"
 #include "log.h"
 #include "pace.h"
+#include "window.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -107,6 +109,12 @@ static void shim_init(void)
 	s = secure_getenv("JUSTITIA_ORDER");
 	if (s && !strcmp(s, "barrier"))
 		shim_order_barrier = 1;
+	s = secure_getenv("JUSTITIA_WINDOW");
+	if (shim_window_parse(s, &shim_window_bytes)) {
+		shim_log("JUSTITIA_WINDOW=%s is not BYTES[k|m|g]: the default, %llu", s,
+			 (unsigned long long)SHIM_WINDOW_DEFAULT);
+		shim_window_bytes = SHIM_WINDOW_DEFAULT;
+	}
 	shim_client_init();
 	pthread_atfork(shim_registry_atfork_prepare, shim_registry_atfork_parent, atfork_child);
 	shim_log("loaded");

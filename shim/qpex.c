@@ -6,14 +6,14 @@
  * ibv_wr_start decides how the batch goes, and the batch keeps that way to
  * its ibv_wr_complete or ibv_wr_abort:
  *
- *   passed through - on a direct QP (latency class, unpaced, no daemon), or
+ *   passed through - on a direct QP (latency class, unmanaged, no daemon), or
  *     one created with operations the shim does not know: the provider's
  *     own functions build the batch in its send queue, zero copy.  A WR's
  *     length is known only when its SGEs or inline data are set, so the
  *     wrappers count the batch as it is built, and account it (and charge
  *     it to the token bucket) once the provider accepted it.
  *
- *   buffered - on a paced QP: nothing reaches the provider before
+ *   buffered - on a paced or windowed QP: nothing reaches the provider before
  *     ibv_wr_complete.  The WRs are kept as classic work requests (wrbuf.h)
  *     and ibv_wr_complete hands them to the paced post path, which splits,
  *     paces and queues them behind the QP's backlog exactly as it does what
@@ -52,8 +52,10 @@ static void w_start(struct ibv_qp_ex *qpx)
 	wrbuf_enter(&q->wrb);
 	shim_pace_recheck(q);
 	/* a direct QP whose backlog (a split message) still drains buffers
-	 * too: the batch must queue behind it, not overtake it */
-	q->wrb.on = q->wrb.allowed && shim_pace_needed(q);
+	 * too: the batch must queue behind it, not overtake it; and so does
+	 * a windowed one (window.h): its WRs go one by one, some tagged */
+	q->wrb.on = q->wrb.allowed &&
+		    (shim_pace_needed(q) || atomic_load_explicit(&q->win.on, memory_order_relaxed));
 	if (q->wrb.on)
 		return;
 	stats_batch_reset(&q->batch);

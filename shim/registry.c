@@ -243,6 +243,9 @@ struct shim_qp *shim_qp_add(struct shim_ctx *sctx, struct ibv_qp *qp,
 	q->bl_head = q->bl_tail = NULL;
 	q->bl_len = 0;
 	q->busy = 0;
+	shim_window_reset(&q->win);
+	atomic_store_explicit(&q->win.on, 0, memory_order_relaxed);
+	q->win.blind = 0;
 	q->busy_next = NULL;
 	memset(&q->split, 0, sizeof(q->split));
 	q->split.peer_split_qpn = -1;

@@ -13,6 +13,7 @@
 #include "classify.h"
 #include "split.h"
 #include "stats.h"
+#include "window.h"
 #include "wrbuf.h"
 
 typedef int (*post_send_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
@@ -97,6 +98,7 @@ struct shim_qp {
 	int ord_blind;                        /* a barrier never came back */
 	uint64_t ord_deadline_ns;
 	int busy;                             /* on the progress thread's list */
+	struct shim_window win;               /* direct posts in flight (window.h) */
 	struct shim_split split;              /* split.c */
 	struct classify_state classify;       /* classify.c */
 	struct shim_qp *busy_next;

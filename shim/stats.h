@@ -47,6 +47,7 @@ struct stats_qp {
 	 * that went whole after all (indexes: enum stats_split) */
 	atomic_uint_fast64_t split[4];
 	atomic_uint_fast64_t held;    /* WRs that waited in the pacer's backlog */
+	atomic_uint_fast64_t window_held; /* ... for the direct window (window.h) */
 };
 
 enum stats_split { STATS_SPLIT_ONE_SIDED, STATS_SPLIT_SEND, STATS_SPLIT_WRITE_IMM,
@@ -77,6 +78,7 @@ struct stats_snapshot {
 	uint64_t cqe_send, cqe_recv, cqe_recv_bytes, cqe_error;
 	uint64_t split[4];
 	uint64_t held;
+	uint64_t window_held;
 };
 
 enum stats_op stats_op_from_wr(enum ibv_wr_opcode opcode);

@@ -15,4 +15,5 @@
 #include "../shim/splitmsg.c"
 #include "../shim/classify.c"
 #include "../shim/wrbuf.c"
+#include "../shim/window.c"
 #include "../common/proto.c"

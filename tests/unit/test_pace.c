@@ -622,6 +622,54 @@ static void recycled_slot_is_not_obeyed(void **state)
 	atomic_store(&gseg.slot[0].seq, 2);
 }
 
+/* Pace mode off (no PACE, no SPLIT, no rate): the QP posts directly, but
+ * keeps at most the window in flight; the rest waits until the tags'
+ * completions come back through the application's poll, which does not
+ * see the tags it did not ask for and sees its own WRs' wr_ids. */
+static void off_mode_window_bounds_what_is_in_flight(void **state)
+{
+	struct ibv_send_wr wr = { .opcode = IBV_WR_RDMA_WRITE, .num_sge = 1 }, *bad;
+	struct ibv_sge sge = { .addr = 0x1000, .length = 1000 };
+	struct ibv_wc wc[16];
+
+	wr.sg_list = &sge;
+	shim_window_bytes = 4000;
+	atomic_store(&gseg.slot[0].flags, 0);
+	atomic_store(&gseg.slot[0].rate_bps, 0);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	assert_int_equal(atomic_load(&q->win.on), 1);
+	for (int i = 1; i <= 6; i++) {
+		wr.wr_id = (uint64_t)i;
+		assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	}
+	/* 4 x 1000 B in flight, two wait; each went as a tag (1000 B apart) */
+	assert_int_equal(provider_count(), 4);
+	assert_int_equal(q->bl_len, 2);
+	assert_int_equal(atomic_load(&q->st.window_held), 2);
+	assert_int_equal(atomic_load(&q->st.held), 0); /* no token waited for */
+	assert_int_equal(prov.wr_id[0], shim_pace_window_tag(q));
+	assert_false(provider_saw(1));
+	/* the NIC completes them: the application sees nothing it did not ask
+	 * for, and the two waiting go out from its poll */
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_app = 1;
+	pthread_mutex_unlock(&prov.lock);
+	assert_int_equal(ibv_poll_cq(&cq, 16, wc), 0);
+	assert_int_equal(provider_count(), 6);
+	assert_int_equal(q->bl_len, 0);
+	assert_int_equal(ibv_poll_cq(&cq, 16, wc), 0);
+	assert_int_equal(q->win.n, 0);
+	/* a signaled WR that went as a tag completes with its own wr_id */
+	wr.wr_id = 77;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	assert_int_equal(ibv_poll_cq(&cq, 16, wc), 1);
+	assert_int_equal(wc[0].wr_id, 77);
+	assert_int_equal(atomic_load(&shim_window_tags), 0);
+	shim_window_bytes = SHIM_WINDOW_DEFAULT;
+}
+
 static void latency_class_is_direct(void **state)
 {
 	atomic_store(&q->cls, JST_CLASS_LATENCY);
@@ -705,6 +753,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(fork_child_forgets_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(recycled_slot_is_not_obeyed, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_completion_has_the_wr_opcode, setup, teardown),
+		cmocka_unit_test_setup_teardown(off_mode_window_bounds_what_is_in_flight, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(latency_class_is_direct, setup, teardown),
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_waits_for_earlier_wrs, setup, teardown),

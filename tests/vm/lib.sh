@@ -171,6 +171,26 @@ run_pair() {
 
 # jv_summary: print "N passed, M failed" (and the failed names); returns 1 if
 # any run_one/run_pair failed, so it can be a script's last command.
+# jv_inorder on|off: a QP's packets stay in order on the veths, as on a
+# real RNIC (a case that turns it on turns it off in its EXIT trap).  A
+# veth queues what it delivers to the backlog of the sending CPU, so one
+# QP's packets sent from two CPUs in turn (an application thread, the
+# shim's progress thread, rxe's tasklet) overtake each other: 5-11 times per
+# `mtpost -t 4 -n 60` run, each an out-of-sequence NAK and a go-back-N
+# retransmission, which is where Linux 6.1's rxe is fragile ("remote
+# invalid request" on split chunks in 47-robust).  RPS on every CPU picks
+# the backlog by the flow's hash instead (0 out-of-sequence requests in 3
+# runs).  Not for cases that measure latency: RPS's inter-processor
+# interrupts cost 10-35 us of p50 under TCG.
+jv_inorder() {
+	local n mask=0
+	[[ $1 == on ]] && mask=$(printf '%x' $(((1 << $(nproc)) - 1)))
+	for n in veth0 veth1; do
+		echo "$mask" >"/sys/class/net/$n/queues/rx-0/rps_cpus" ||
+			echo "jv_inorder: cannot set RPS on $n" >&2
+	done
+}
+
 jv_summary() {
 	echo "$JV_PASSED passed, $JV_FAILED failed${JV_FAILURES[*]:+ (${JV_FAILURES[*]})}"
 	((JV_FAILED == 0))

@@ -6,6 +6,9 @@
 # and perftest's bandwidth tests pass with splitting forced small.
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
+# a QP's packets in order, as on a real RNIC (lib.sh)
+jv_inorder on
+trap 'jv_inorder off' EXIT
 D=$PWD/build/justitiad
 C=$PWD/build/justctl
 S=$JV_OUT/stats

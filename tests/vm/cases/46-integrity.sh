@@ -9,6 +9,9 @@
 # chunks were really posted.  Also: the checker finds one flipped byte.
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
+# a QP's packets in order, as on a real RNIC (lib.sh)
+jv_inorder on
+trap 'jv_inorder off' EXIT
 D=$PWD/build/justitiad
 C=$PWD/build/justctl
 P=$PWD/build/tests/integrity

@@ -2,8 +2,9 @@
 # Pace modes (docs/justitiad.json.5.md): with the daemon's default
 # pace_mode "auto" and no latency flow, a lone bandwidth flow pays nothing:
 # a preloaded 1 MiB ib_write_bw posts every WR straight to the provider (0
-# held in the pacer's backlog, 0 split, 0 chunks at the daemon) although
-# chunk_default would split it.  Then our integrity program (seeded WRITE,
+# split, 0 chunks at the daemon) although chunk_default would split it, at
+# most the direct window in flight (what perftest queues beyond it waits in
+# the shim's backlog).  Then our integrity program (seeded WRITE,
 # READ, SEND, WRITE_WITH_IMM up to 1 MiB, every byte verified, completion
 # order checked) runs preloaded, once per post API, while a latency flow
 # comes and goes: the mode goes off -> protect -> off, the program's
@@ -51,7 +52,7 @@ chunks() {
 
 expect_eq mode.idle off "$(st .controller.pace_mode)"
 
-# ---- a lone 1 MiB ib_write_bw: nothing held, nothing split
+# ---- a lone 1 MiB ib_write_bw: nothing split, windowed
 LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/wbw.srv.json" timeout 60 ib_write_bw -d "$RXE_DEV0" \
 	-x "$RXE_GID" -p 18760 -s 1048576 -D 4 >"$JV_OUT/wbw.srv" 2>&1 &
 SRV=$!
@@ -76,7 +77,11 @@ expect_eq lone.mode off "${mode_seen# }"
 expect_eq lone.daemon.chunks 0 "$maxc"
 q='[.qps[] | select(.send.wrs > 0)]'
 expect_eq lone.posted yes "$(jqv "$S/wbw.cli.json" "$q | if length > 0 and (map(.send.opcodes.RDMA_WRITE.wrs) | add) > 0 then \"yes\" else \"no\" end")"
+# no WR waited for a token; the direct window (JUSTITIA_WINDOW, 4 MiB) held
+# what perftest queued beyond it: 128 MiB would otherwise sit in rxe's
+# send queue
 expect_eq lone.held 0 "$(jqv "$S/wbw.cli.json" "$q | map(.held) | add")"
+expect_eq lone.windowed yes "$(jqv "$S/wbw.cli.json" "$q | if (map(.window_held) | add) > 0 then \"yes\" else \"no\" end")"
 expect_eq lone.split 0 "$(jqv "$S/wbw.cli.json" "$q | map(.split.one_sided + .split.send + .split.write_imm) | add")"
 echo "INFO lone 1 MiB ib_write_bw through the shim, pace mode off:" \
 	"$(awk '$1 == 1048576 { print $4 " MB/s" }' "$JV_OUT/wbw.cli")"
