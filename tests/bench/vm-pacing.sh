@@ -10,7 +10,10 @@
 #   lone      1 MiB ib_write_bw, ib_read_bw, ib_send_bw; qperf rc_bw and
 #             rc_rdma_write_bw (64 KiB): no latency flow (pace mode off)
 #   latency   1 MiB ib_write_bw while a latency flow is registered (mode
-#             protect): achieved rate / the rate the daemon granted
+#             protect, MaxRate = the lone plain ib_write_bw's rate): achieved
+#             rate / the mean rate the daemon granted
+# The daemons are each other's peers (reference flow every 5 ms, split-QP
+# lookups), as on two hosts.
 #   two       1 MiB + 64 KiB ib_write_bw at once (mode share): each and sum
 #   tput      64 B ib_write_bw (throughput) next to a 1 MiB elephant: ops/s
 set -u
@@ -25,11 +28,19 @@ SECS=${SECS:-5}
 mkdir -p "$O"
 JV_RESULTS=/dev/null JV_OUT=$O . tests/vm/lib.sh
 
+# each other's peer (authenticated reference flow, split-QP lookups), as
+# two hosts would be; RefPeriod 5 ms as in 55-isolation
+head -c 32 /dev/urandom | base64 >"$O/secret"
+chmod 600 "$O/secret"
 for n in 0 1; do
 	dev=RXE_DEV$n
+	me=RXE_IP$n peer=RXE_IP$((1 - n))
 	cat >"$O/jd$n.json" <<EOT
 { "runtime_dir": "/run/jp$n", "log_level": "warn", "qpwatch": false,
-  "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID } ] }
+  "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID } ],
+  "reference": { "listen_address": "${!me}", "period_us": 5000,
+                 "peers": [ { "address": "${!peer}", "device": "${!dev}" } ],
+                 "secret_file": "$O/secret" } }
 EOT
 	"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
 	eval "JD$n=$!"
@@ -93,6 +104,7 @@ for t in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_send_bw 1048576"; do
 		one "$1" "$2" justitia >>"$O/j"
 	done
 	row "lone $1 1M (MB/s)" "$(median <"$O/p")" "$(median <"$O/j")"
+	[ "$1" = ib_write_bw ] && WRITE_PLAIN=$(median <"$O/p")
 done
 for t in rc_bw rc_rdma_write_bw; do
 	: >"$O/p"; : >"$O/j"
@@ -103,20 +115,29 @@ for t in rc_bw rc_rdma_write_bw; do
 	row "lone qperf $t 64K (MB/s)" "$(median <"$O/p")" "$(median <"$O/j")"
 done
 
-# ---- a latency flow registered: the elephant against its grant
+# ---- a latency flow registered: the elephant against its grant.
+# MaxRate: what a lone 1 MiB ib_write_bw carried plain above (rxe's nominal
+# 10 Gbit/s would grant the elephant far more than the link carries, and
+# the row would measure nothing)
+mr=$(awk -v b="${WRITE_PLAIN:-0}" 'BEGIN { printf "%d", b * 8 }')
+if ((mr > 0)); then
+	for n in 0 1; do "$C" -s /run/jp$n/justitiad.sock set max-rate "${mr}Mbit" >/dev/null; done
+fi
 : >"$O/a"; : >"$O/g"
 for _ in $(seq "$ROUNDS"); do
 	"$R" /run/jp1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t $((SECS + 8)) >/dev/null 2>&1 &
 	LAT=$!
 	sleep 1
 	perf ib_write_bw 1048576 justitia lat
-	g=0
+	# the grant follows SafeUtil: its mean over the run, twice a second
+	gs=0 gn=0
 	for _ in $(seq $((SECS * 2))); do
 		v=$("$C" -s /run/jp1/justitiad.sock --json flows 2>/dev/null |
 			jq '[.flows[] | select(.comm == "ib_write_bw") | .paced_rate_bps // 0] | max // 0')
-		[[ $v =~ ^[0-9]+$ ]] && ((v > 0)) && g=$v
+		[[ $v =~ ^[0-9]+$ ]] && ((v > 0)) && gs=$((gs + v)) gn=$((gn + 1))
 		sleep 0.5
 	done
+	g=$((gn ? gs / gn : 0))
 	wait $PF_CLI
 	wait $PF_SRV
 	kill $LAT 2>/dev/null
@@ -127,6 +148,7 @@ done
 a=$(median <"$O/a")
 g=$(median <"$O/g")
 printf '%-34s %10s %10s %7s\n' "latency flow: achieved / granted" "$a" "$g" "$(ratio "$a" "$g")"
+echo "(MaxRate ${mr} Mbit/s, the lone ib_write_bw's plain rate)"
 
 # ---- two bandwidth flows, 1 MiB and 64 KiB: shares and aggregate
 two() { # MODE: prints "big small"
