@@ -35,7 +35,6 @@
 #define LATE_NS 2000000ull           /* ... plus this much for a late wake-up */
 #define APP_POLL_NS 1000000ull       /* the app polled this recently: it paces */
 #define ORDER_WAIT_NS 100000000ull   /* an ordering barrier's completion, at most */
-#define DAEMON_STALE_NS 1000000000ull /* heartbeat older than this: gone */
 #define BACKLOG_MAX 65536            /* when max_send_wr is unknown */
 #define LAZY_NS 2000000ull            /* a token due sooner: no split CQ event */
 #define EV_WAKE 1                    /* epoll tags; anything larger is a QP */
@@ -91,7 +90,10 @@ static int daemon_alive(const struct jst_flow_ctl *slot)
 	if (!(atomic_load_explicit(&g->flags, memory_order_acquire) & JST_G_RUNNING))
 		return 0;
 	hb = atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed);
-	return hb + DAEMON_STALE_NS > clock_now_ns();
+	/* the same age as client.c's: between 1 and 2 s of a busy daemon's
+	 * silence the QPs went direct (unpaced) while the client still
+	 * called it alive */
+	return hb + JST_HEARTBEAT_STALE_NS > clock_now_ns();
 }
 
 /* Paced means: managed, not latency, and the daemon grants a finite rate. */
