@@ -227,13 +227,13 @@ FUZZ_CC   ?= clang
 
 fuzz: $(FUZZERS)
 
-$(B)/fuzz/%: tests/fuzz/%.c $(B)/.flags
+$(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< -ljansson
 
 # The daemon channel's message layer lives in an event loop: it needs libev.
-$(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(B)/.flags
+$(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c tests/fuzz/fuzz.h $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
@@ -241,7 +241,7 @@ $(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c $(B)/.flags
 
 # The split protocol's fuzzer runs the shim's modules against a fake
 # provider (tests/splitfake.h): it needs what the shim links.
-$(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/splitfake.h $(B)/.flags
+$(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/fuzz/fuzz.h tests/splitfake.h $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \

@@ -12,13 +12,7 @@
  * the rest is the payload. */
 #include "../../tools/bench_wire.c"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			__builtin_trap();                                                          \
-	} while (0)
+#include "fuzz.h"
 
 static uint8_t out[BENCH_WIRE_MAX];
 

@@ -16,7 +16,7 @@
 #include "../../daemon/config.c"
 #include "../../daemon/jsonpos.c"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 /* config_dump() into a malloc'ed string; NULL if it fails. */
 static char *dump_string(const struct config *c, size_t *len)

@@ -14,13 +14,7 @@
 
 #define FUZZ_MAX_LINE 512
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			__builtin_trap();                                                          \
-	} while (0)
+#include "fuzz.h"
 
 /* An encoded message is one line: exactly one '\n', at the end. */
 static void check_encoded(const json_t *msg)

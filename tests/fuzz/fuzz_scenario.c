@@ -17,7 +17,7 @@
 #include "../../tools/bench_scenario.c"
 #include "../../daemon/jsonpos.c"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static bool same(const struct bench_flow *a, const struct bench_flow *b)
 {

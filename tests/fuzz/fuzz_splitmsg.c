@@ -19,13 +19,7 @@
  * first let the two shims exchange what they sent so far. */
 #include "../splitfake.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			__builtin_trap();                                                          \
-	} while (0)
+#include "fuzz.h"
 
 static uint16_t u16(const uint8_t *p)
 {
