@@ -96,17 +96,28 @@ static int daemon_alive(const struct jst_flow_ctl *slot)
 	return hb + JST_HEARTBEAT_STALE_NS > clock_now_ns();
 }
 
-/* Paced means: managed, not latency, and the daemon grants a finite rate. */
-static int wants_pacing(struct shim_qp *q)
+/* @q's slot if the daemon manages it as a flow the shim may hold back: an
+ * RC QP, not latency, the daemon alive and the slot still @q's flow's (not
+ * freed or recycled for another flow, shim/slot.h); else NULL. */
+static const struct jst_flow_ctl *managed_slot(struct shim_qp *q)
 {
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
-	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
 	struct shim_slot_view v;
 
-	if (!slot || cls == JST_CLASS_LATENCY || q->type != IBV_QPT_RC || !daemon_alive(slot))
-		return 0;
-	/* freed, or recycled for another flow (shim/slot.h) */
-	if (shim_slot_read(slot, q->flow_id, &v) == -ESTALE)
+	if (!slot || atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY ||
+	    q->type != IBV_QPT_RC || !daemon_alive(slot) ||
+	    shim_slot_read(slot, q->flow_id, &v) == -ESTALE)
+		return NULL;
+	return slot;
+}
+
+/* Paced means: managed (@slot, managed_slot()) and the daemon grants a
+ * finite rate. */
+static int wants_pacing(struct shim_qp *q, const struct jst_flow_ctl *slot)
+{
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+
+	if (!slot)
 		return 0;
 	if (atomic_load_explicit(&q->split.state, memory_order_relaxed) == SPLIT_READY &&
 	    (atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT))
@@ -1112,21 +1123,12 @@ static void set_fast_locked(struct shim_qp *q)
 			      memory_order_relaxed);
 }
 
-/* Direct, but the daemon manages the flow (pace mode off): windowed. */
-static int wants_window(struct shim_qp *q)
-{
-	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
-	struct shim_slot_view v;
-
-	return shim_window_bytes && slot && q->type == IBV_QPT_RC &&
-	       atomic_load_explicit(&q->cls, memory_order_relaxed) != JST_CLASS_LATENCY &&
-	       daemon_alive(slot) && shim_slot_read(slot, q->flow_id, &v) != -ESTALE;
-}
-
 void shim_pace_update(struct shim_qp *q)
 {
-	int want = wants_pacing(q);
-	int win = !want && wants_window(q);
+	const struct jst_flow_ctl *slot = managed_slot(q);
+	int want = wants_pacing(q, slot);
+	/* direct, but the daemon manages the flow (pace mode off): windowed */
+	int win = !want && slot && shim_window_bytes;
 
 	/* (the window's give-up timer is the progress thread's too) */
 	if ((want || win) && progress_start())
