@@ -171,6 +171,14 @@ run_pair() {
 
 # jv_summary: print "N passed, M failed" (and the failed names); returns 1 if
 # any run_one/run_pair failed, so it can be a script's last command.
+# jv_rxe_counters REGEX: "dev.counter=value ..." of both rxe devices'
+# counters whose names match REGEX (`rdma statistic`; a diagnostic of what
+# crossed the wire and how often rxe retransmitted)
+jv_rxe_counters() {
+	rdma statistic show 2>/dev/null | awk -v re="$1" '{ for (i = 3; i < NF; i += 2)
+		if ($i ~ re) printf "%s.%s=%s ", substr($2, 1, 4), $i, $(i + 1) }'
+}
+
 # jv_inorder on|off: a QP's packets stay in order on the veths, as on a
 # real RNIC (a case that turns it on turns it off in its EXIT trap).  A
 # veth queues what it delivers to the backlog of the sending CPU, so one

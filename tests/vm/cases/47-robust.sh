@@ -114,9 +114,8 @@ finish() {
 	if ((rc != ${3:-0} || JV_VERBOSE)); then _jv_show "$JV_OUT/$1.out" "$1"; fi
 	if ((rc != ${3:-0})); then
 		# was it rxe's retransmission path? its counters and kernel log
-		rdma statistic show 2>/dev/null | awk '{ o = "  | " $2 ":";
-			for (i = 3; i < NF; i += 2) if ($(i + 1) > 0 && $i ~ /err|dup|seq|retry|rnr/)
-				o = o " " $i " " $(i + 1); print o }'
+		echo "  | rxe counters: $(jv_rxe_counters 'err|dup|seq|retry|rnr' | tr ' ' '\n' |
+			grep -v '=0$' | tr '\n' ' ')"
 		dmesg | tail -5 | sed 's/^/  | dmesg: /'
 	fi
 }

@@ -75,11 +75,7 @@ EPID=''  # the elephant client's pid while it runs
 wire() { echo "$(jv_now) $(cat /sys/class/net/veth1/statistics/tx_bytes)"; }
 # rxectr: "name=value ..." of both rxe devices' packet and retransmission
 # counters (a diagnostic: what crossed the wire besides the flows' bytes)
-rxectr() {
-	rdma statistic show 2>/dev/null | awk '{ for (i = 3; i < NF; i += 2)
-		if ($i ~ /sent_pkts|duplicate_request|out_of_seq|rcvd_seq_err|retry_err/)
-			printf "%s.%s=%s ", substr($2, 1, 4), $i, $(i + 1) }'
-}
+rxectr() { jv_rxe_counters 'sent_pkts|duplicate_request|out_of_seq|rcvd_seq_err|retry_err'; }
 # rxedelta "BEFORE" "AFTER": the counters that grew, and by how much
 rxedelta() {
 	awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " ");
