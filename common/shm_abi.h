@@ -30,7 +30,7 @@
 #define JST_SHM_GLOBAL_MAGIC 0x4a535447u /* "JSTG" */
 #define JST_SHM_CLIENT_MAGIC 0x4a535443u /* "JSTC" */
 #define JST_SHM_VERSION_MAJOR 1
-#define JST_SHM_VERSION_MINOR 1
+#define JST_SHM_VERSION_MINOR 2
 #define JST_CACHELINE 64
 
 enum jst_flow_class {
@@ -139,7 +139,10 @@ struct jst_flow_stats {
 	_Atomic uint64_t ops;                          /* send WRs posted */
 	_Atomic uint64_t chunks;                       /* split chunks posted */
 	_Atomic uint64_t tokens_bytes;                 /* token bytes consumed */
-	_Atomic uint64_t tokens_ops;                   /* token ops consumed */
+	_Atomic uint64_t token_wait_ns;                /* (minor 2) ns its posted work
+							* waited for tokens: the grant
+							* held it back (SHARE mode's
+							* "binding", share.h) */
 	_Atomic uint64_t bucket_vtime_ns;              /* token bucket state */
 	_Atomic uint64_t last_post_ns;
 	_Atomic uint32_t flags;

@@ -289,19 +289,24 @@ static bool measure_window(struct ctrl *c, size_t n, uint64_t now)
 		struct flow *f = c->fp[i];
 
 		if (c->win_t0_ns && f->win_bytes0 <= f->last.bytes && f->win_ops0 <= f->last.ops &&
-		    f->win_chunks0 <= f->last.chunks) {
+		    f->win_chunks0 <= f->last.chunks && f->win_wait0 <= f->last.token_wait_ns) {
 			uint64_t b = f->last.bytes - f->win_bytes0;
 			uint64_t cb = (f->last.chunks - f->win_chunks0) * (uint64_t)c->chunk_bytes;
+			double bound = (double)(f->last.token_wait_ns - f->win_wait0) / (double)dt;
 
 			f->meas_bps = (uint64_t)((double)(cb > b ? cb : b) * 8e9 / (double)dt);
 			f->meas_ops = (uint64_t)((double)(f->last.ops - f->win_ops0) * 1e9 /
 						 (double)dt);
+			/* (the shim's word, untrusted: a fraction of the window) */
+			f->meas_bound = bound < 1 ? bound : 1;
 		} else {
 			f->meas_bps = f->meas_ops = 0;
+			f->meas_bound = 0;
 		}
 		f->win_bytes0 = f->last.bytes;
 		f->win_ops0 = f->last.ops;
 		f->win_chunks0 = f->last.chunks;
+		f->win_wait0 = f->last.token_wait_ns;
 	}
 	c->win_t0_ns = now;
 	return true;
@@ -326,7 +331,9 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 			.weight = f->weight,
 			.granted = entered ? 0 : granted_bps(c, f) / cb,
 			.used = used_bps(c, f) / cb,
+			.bound = f->meas_bound,
 			.satisfied = f->share_sat,
+			.fill = f->share_fill,
 		};
 		k++;
 	}
@@ -342,7 +349,19 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 		share_start(&c->share, sum > SHARE_MIN_BPS ? (uint64_t)sum
 				       : c->max_rate_bps ? c->max_rate_bps : SHARE_START_BPS, sf, k);
 	} else if (window_ended) {
+		uint64_t c_old = c->share.c_bps;
+
+		char line[256];
+		int at = 0;
+
 		share_update(&c->share, sf, k);
+		/* per flow: used/granted, bound, satisfied, new fraction */
+		for (size_t j = 0; j < k && at >= 0 && (size_t)at < sizeof(line); j++)
+			at += snprintf(line + at, sizeof(line) - (size_t)at, " %.2f/%.2f b%.2f%s>%.2f",
+				       sf[j].used, sf[j].granted, sf[j].bound,
+				       sf[j].satisfied ? "s" : "", sf[j].frac);
+		log_debug(LOG_SS_CTRL, "share window: C %llu -> %llu bit/s;%s",
+			  (unsigned long long)c_old, (unsigned long long)c->share.c_bps, line);
 	} else {
 		/* between windows: keep each active flow's fraction */
 		for (size_t j = 0; j < k; j++)
@@ -359,8 +378,10 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 
 		if (!hungry_cls(f->cls))
 			continue;
-		if (competing(f))
+		if (competing(f)) {
 			f->share_sat = sf[k].satisfied;
+			f->share_fill = sf[k].fill;
+		}
 		frac = competing(f) ? sf[k++].frac : 0;
 		if (frac <= 0) /* not active, or new since the window: room to start */
 			frac = w / (w_act + w);

@@ -467,7 +467,7 @@ void flows_poll_counters(struct flows *fl)
 			 * the throttled flow would look idle, the floor would
 			 * drop to nothing and SafeUtil with it) */
 			if (now.bytes != f->last.bytes || now.ops != f->last.ops ||
-			    now.chunks != f->last.chunks)
+			    now.chunks != f->last.chunks || now.token_wait_ns != f->last.token_wait_ns)
 				f->grew_ns = poll_time(&t);
 			f->last = now;
 		}

@@ -46,9 +46,11 @@ struct flow {
 	int scribbled;                /* the shim wrote garbage counters */
 	/* pace mode SHARE (controller.c, share.h): the last window */
 	uint64_t win_bytes0, win_ops0;  /* counters at the window's start */
-	uint64_t win_chunks0;
+	uint64_t win_chunks0, win_wait0;
 	uint64_t meas_bps, meas_ops;    /* achieved over the last window */
+	double meas_bound;              /* share of it spent waiting for tokens */
 	bool share_sat;                 /* judged limited by itself (share.h) */
+	double share_fill;              /* its fill, averaged (share.h) */
 	struct flow *next;            /* in proc */
 };
 

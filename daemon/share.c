@@ -16,11 +16,19 @@ static double total_weight(const struct share_flow *f, size_t n)
 	return w;
 }
 
-/* Limited by itself (share.h): it used well below its grant, and either
- * was judged so already or is judged now, on a link that had room. */
+/* Held back by its grant: it filled it, or its work waited for tokens
+ * (share.h). */
+static bool bound(const struct share_flow *f)
+{
+	return f->fill >= SHARE_BINDING || f->bound >= SHARE_BOUND;
+}
+
+/* Limited by itself (share.h): not held back by its grant, it used well
+ * below it, and either was judged so already or is judged now, on a link
+ * that had room. */
 static bool satisfied(const struct share_flow *f, bool judge)
 {
-	if (!(f->granted > 0 && f->used < SHARE_SATISFIED * f->granted))
+	if (bound(f) || !(f->granted > 0 && f->fill < SHARE_SATISFIED))
 		return false;
 	return f->satisfied || judge;
 }
@@ -37,8 +45,11 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
 	st->c_bps = clamp_bps((double)c_bps);
 	st->hold = 0;
 	st->probing = false;
-	for (size_t i = 0; i < n; i++)
+	st->moved_c = true;
+	for (size_t i = 0; i < n; i++) {
 		f[i].satisfied = false;
+		f[i].fill = 0;
+	}
 	share_split(f, n, st->c_bps, st->c_bps);
 }
 
@@ -46,15 +57,19 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 {
 	uint64_t c_old = st->c_bps;
 	double moved = 0; /* fraction of C the flows moved */
-	double g_hungry = 0, u_hungry = 0;
-	bool binding, judge;
+	bool binding = true, hungry = false, judge;
 
 	if (!n) {
 		st->probing = false;
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		moved += f[i].used;
+	for (size_t i = 0; i < n; i++) {
+		double raw = f[i].granted > 0 ? f[i].used / f[i].granted : 0;
+
+		/* averaged while C stays: new flows and a new C start over */
+		f[i].fill = !st->moved_c && f[i].fill > 0 && raw > 0 ? (f[i].fill + raw) / 2 : raw;
+		moved += f[i].granted > 0 ? f[i].fill * f[i].granted : f[i].used;
+	}
 	/* new judgments only from a window that ran on no probe and left
 	 * room on the link */
 	judge = !st->probing && moved < SHARE_FULL;
@@ -62,13 +77,12 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		f[i].satisfied = satisfied(&f[i], judge);
 		if (f[i].satisfied || !f[i].granted)
 			continue;
-		g_hungry += f[i].granted;
-		u_hungry += f[i].used;
+		/* every one: a flow the NIC favours fills its grant while the
+		 * others starve, and only theirs say the link is full */
+		hungry = true;
+		binding = binding && bound(&f[i]);
 	}
-	/* (in aggregate: with many flows of large messages one of them is
-	 * always between two messages at the window's end) */
-	binding = g_hungry > 0 && u_hungry >= SHARE_BINDING * g_hungry;
-	if (g_hungry <= 0) {
+	if (!hungry) {
 		/* every flow is limited by itself (or new): the link told
 		 * nothing about C, keep it (flows that pause or end must not
 		 * leave the next one a tiny C) */
@@ -82,19 +96,24 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		} else {
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE);
 			st->probing = true;
+			st->moved_c = true;
 			share_split(f, n, c_old, st->c_bps);
 			return;
 		}
 	} else {
-		/* the link (or the applications) moved less than granted: C is
-		 * what they moved, never more, or the NIC's queue (not the
-		 * grants) would split it; after a probe it could not carry,
-		 * hold */
+		/* not held back by their grants: the link (or the
+		 * applications) limits them.  C comes down to what they moved,
+		 * or the NIC's queue (not the grants) would split it, by at most
+		 * SHARE_DECAY a window; after a probe it could not carry, hold */
 		if (st->probing)
 			st->hold = SHARE_HOLD;
-		st->c_bps = clamp_bps((double)c_old * moved);
+		if (moved < 1)
+			st->c_bps = clamp_bps((double)c_old * (moved < SHARE_FAR ? moved
+							       : moved > SHARE_DECAY ? moved
+							       : SHARE_DECAY));
 		st->probing = false;
 	}
+	st->moved_c = st->c_bps != c_old;
 	share_split(f, n, c_old, st->c_bps);
 }
 

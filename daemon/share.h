@@ -9,8 +9,16 @@
  * really move together, and each flow's share of it is max-min fair by
  * weight over what the flows really use:
  *
- *  - every window (SHARE_WINDOW_NS) each flow's use u = achieved / granted
- *    is measured (bytes for bandwidth flows, ops for throughput flows);
+ *  - every window (SHARE_WINDOW_NS) each flow's fill = achieved / granted
+ *    is measured (bytes for bandwidth flows, ops for throughput flows) and
+ *    averaged with the windows before while C stays (a window counts a
+ *    few large messages: one more or less is 10-20%), and so is how much
+ *    of the window its posted work waited for tokens (the shim counts it:
+ *    jst_flow_stats.token_wait_ns).  A flow that filled SHARE_BINDING of
+ *    its grant, or waited for tokens SHARE_BOUND of the window, is held
+ *    back by its grant.  (On a NIC that does its work in the post call,
+ *    Soft-RoCE, a flow paced near the link's rate waits for tokens only
+ *    a little of the time: the fill says it.);
  *  - a flow using less than SHARE_SATISFIED of its grant while the link
  *    had room (the flows moved less than SHARE_FULL of C) is limited by
  *    itself, and stays judged so while it keeps using less than that: it
@@ -19,16 +27,19 @@
  *    (work conservation).  On a full link a flow using little may just
  *    be losing the NIC's arbitration (1 MiB WQEs against 64 KiB ones):
  *    it is not judged then;
- *  - when the other flows together use at least SHARE_BINDING of their
- *    grants, the grants hold the flows back and the link may carry more: after
- *    SHARE_HOLD windows C probes upwards (SHARE_PROBE, then faster while
- *    the flows keep absorbing it);
- *  - when they do not (a probe the link could not carry, or the link got
- *    slower), C becomes what the flows really moved, never more, so that
- *    the grants,
+ *  - when the other flows are all held back by their grants, the link may
+ *    carry more: after SHARE_HOLD windows C probes upwards (SHARE_PROBE,
+ *    then faster while the flows keep absorbing it);
+ *  - when they are not (a probe the link could not carry, or the link got
+ *    slower: their work waits in the NIC's queue, not for tokens), C comes
+ *    down to what the flows really moved, never more, so that the grants,
  *    not the NIC's own arbitration, decide the split: the paper's fairness
- *    between message sizes.  Uses measured during a probe the link could
- *    not carry are the NIC's split, not the flows' demand: nobody is judged
+ *    between message sizes.  At most by SHARE_DECAY a window (unless they
+ *    moved less than SHARE_FAR of C: C was far above the link, at the
+ *    start, say): a window counts a few large messages, and one counted
+ *    short must not cost the link its rate (C ratcheting down below the
+ *    link while every flow waits for tokens).  Uses measured during a probe the link could not
+ *    carry are the NIC's split, not the flows' demand: nobody is judged
  *    satisfied from them.
  *
  * Pure functions, no I/O, unit-tested in tests/unit/test_share.c. */
@@ -43,7 +54,12 @@
 #define SHARE_LINGER_NS 1000000000ull  /* share -> off after 1 s alone */
 #define SHARE_SATISFIED 0.8            /* below: limited by the application
                                         * (> 1 / SHARE_HEADROOM) */
-#define SHARE_BINDING 0.97             /* at least, together: limited by their grants */
+#define SHARE_BINDING 0.9              /* filled this much of its grant, or */
+#define SHARE_BOUND 0.5                /* waited for tokens this much of a window:
+                                        * limited by the grant */
+#define SHARE_DECAY 0.75               /* C's largest step down in a window ... */
+#define SHARE_FAR 0.5                  /* ... unless they moved less than this:
+                                        * C was far above the link */
 #define SHARE_FULL 0.95                /* the flows moved this much of C: full */
 #define SHARE_PROBE 1.1                /* C's first step up */
 #define SHARE_PROBE_MORE 1.25          /* ... and the next ones, while absorbed */
@@ -57,8 +73,10 @@ struct share_flow {
 	uint32_t weight;        /* 0 is taken as 1 */
 	double granted;         /* fraction of C granted last window (0: new) */
 	double used;            /* fraction of C it used last window */
+	double bound;           /* fraction of the window it waited for tokens */
 	/* in and out: kept by the caller from one window to the next */
 	bool satisfied;         /* judged limited by itself */
+	double fill;            /* used / granted, averaged while C stays */
 	/* out */
 	double frac;            /* fraction of the new C granted */
 };
@@ -67,6 +85,7 @@ struct share_state {
 	uint64_t c_bps;         /* C: what the flows share */
 	unsigned hold;          /* windows left before the next probe */
 	bool probing;           /* the last window ran on a probe */
+	bool moved_c;           /* the last update changed C: fills start over */
 };
 
 /* Start from @c_bps (what the flows moved so far, or MaxRate). */

@@ -170,7 +170,7 @@ int shm_read_counters(const struct jst_flow_stats *st, const struct shm_counters
 	out->chunks = monotonic(atomic_load_explicit(&st->chunks, RELAXED), prev->chunks, &bad);
 	out->tokens_bytes = monotonic(atomic_load_explicit(&st->tokens_bytes, RELAXED),
 				      prev->tokens_bytes, &bad);
-	out->tokens_ops = monotonic(atomic_load_explicit(&st->tokens_ops, RELAXED),
-				    prev->tokens_ops, &bad);
+	out->token_wait_ns = monotonic(atomic_load_explicit(&st->token_wait_ns, RELAXED),
+				       prev->token_wait_ns, &bad);
 	return bad;
 }

@@ -42,7 +42,7 @@ void shm_slot_set_rates(struct jst_flow_ctl *slot, uint64_t rate_bps, uint64_t o
  * that it never goes backwards from @prev (a decrease keeps @prev and
  * returns 1 = the process scribbled). */
 struct shm_counters {
-	uint64_t bytes, ops, chunks, tokens_bytes, tokens_ops;
+	uint64_t bytes, ops, chunks, tokens_bytes, token_wait_ns;
 };
 int shm_read_counters(const struct jst_flow_stats *st, const struct shm_counters *prev,
 		      struct shm_counters *out);

@@ -151,10 +151,19 @@ static uint32_t split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
 /* The credit a backlog may bank for a take of @cost: a wake-up up to
  * LATE_NS late (a scheduler tick) loses no tokens, so the flow fills its
  * grant; the window of chunks in flight still bounds what goes at once.
+ * With no latency flow to protect (pace mode share: large tokens), a
+ * whole token more: a late wake-up or a slow post is made up by the next
+ * two going back to back, and no grant is lost to the host's scheduler.
  * (A post that finds no backlog gets BURST_NS: it is not late.) */
 static uint64_t burst_for(uint64_t cost)
 {
-	return cost + LATE_NS > BURST_NS ? cost + LATE_NS : BURST_NS;
+	const struct jst_shm_global *g = shim_client_global();
+	uint64_t late = LATE_NS;
+
+	if (g && atomic_load_explicit(&g->pace_mode, memory_order_relaxed) == JST_PACE_SHARE &&
+	    cost > late)
+		late = cost;
+	return cost + late > BURST_NS ? cost + late : BURST_NS;
 }
 
 /* When the application last advanced a backlog from its own ibv_poll_cq:
@@ -581,10 +590,18 @@ static int64_t order_wait_locked(struct shim_qp *q, struct pend_wr *p, uint64_t 
 	return (int64_t)q->ord_deadline_ns;
 }
 
-/* Post what the tokens allow.  Called with q->lock held; returns the time
- * the next token is due (0 = nothing due: empty, or waiting for split
- * completions, which wake the thread themselves). */
-static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
+/* @q's backlog waits for a token at @now: what @p costs was not there. */
+static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
+{
+	/* (the clock again: @now was read before the drain's posts, and a
+	 * software NIC's post does its packet work in the call) */
+	q->tw_start = clock_now_ns();
+	q->tw_due = now + wait;
+	return now + wait;
+}
+
+/* Post what the tokens allow (drain_locked()). */
+static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 {
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
@@ -640,7 +657,7 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 								    cost, burst_for(cost));
 
 					if (wait)
-						return now + wait;
+						return token_due(q, now, wait);
 				}
 				rc = post_chunk(q, p, data_chunk(p, p->next_chunk));
 				if (rc) {
@@ -665,7 +682,7 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 						    burst_for(cost));
 
 			if (wait)
-				return now + wait;
+				return token_due(q, now, wait);
 		}
 		if (!p->chunk && window_on(q)) {
 			uint64_t due = 0;
@@ -695,6 +712,31 @@ static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 		arm_split_locked(q);
 	}
 	return 0;
+}
+
+/* Post what the tokens allow.  Called with q->lock held; returns the time
+ * the next token is due (0 = nothing due: empty, or waiting for split
+ * completions, which wake the thread themselves).  The time its backlog
+ * waited for a token since the last drain, up to when the token was due,
+ * is the flow's token_wait_ns: how much the grant held it back (the
+ * daemon's SHARE mode, daemon/share.h).  A drain that comes later than the
+ * token (the thread was not scheduled, or was busy in a provider's post
+ * doing a software NIC's work) is not the grant's doing. */
+static uint64_t drain_locked(struct shim_qp *q, uint64_t now)
+{
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	uint64_t due, until;
+
+	if (q->tw_since) {
+		until = now < q->tw_due ? now : q->tw_due;
+		if (st && until > q->tw_since)
+			atomic_fetch_add_explicit(&st->token_wait_ns, until - q->tw_since,
+						  memory_order_relaxed);
+	}
+	q->tw_start = 0;
+	due = drain_backlog_locked(q, now);
+	q->tw_since = q->tw_start < q->tw_due ? q->tw_start : 0;
+	return due;
 }
 
 /* Reap split-chunk completions.  Called with q->lock held. */
@@ -1215,6 +1257,7 @@ static void drop_backlog_locked(struct shim_qp *q)
 	}
 	q->bl_tail = NULL;
 	q->bl_len = 0;
+	q->tw_since = 0;
 }
 
 void shim_pace_qp_reset(struct shim_qp *q)

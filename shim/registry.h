@@ -90,6 +90,11 @@ struct shim_qp {
 	pthread_mutex_t lock;                 /* backlog; initialised once */
 	struct pend_wr *bl_head, *bl_tail;
 	size_t bl_len;
+	/* its backlog's head waits for a token since then (0: it does not)
+	 * until the token is due; the waits add up in
+	 * jst_flow_stats.token_wait_ns */
+	uint64_t tw_since, tw_due;
+	uint64_t tw_start;                    /* the last drain stopped for a token then */
 	/* ordering of split chunks behind the application QP's own WRs
 	 * (pace.c, "Order"): anything posted on it since the last barrier
 	 * completed; a barrier in flight; give up waiting for it then */

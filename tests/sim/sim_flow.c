@@ -58,8 +58,14 @@ static bool pace_take(struct sim_flow *f, uint64_t bytes)
 	cost = f->c.kind == SIM_FLOW_TPUT ? bucket_cost_ops_ns(1, p->ops_per_s)
 					  : bucket_cost_ns(bytes, p->rate_bps);
 	wait = bucket_take(&p->vtime, now_of(f), cost, p->burst_ns);
-	if (!wait)
+	if (!wait) {
+		if (p->wait_since)
+			p->wait_ns += now_of(f) - p->wait_since;
+		p->wait_since = 0;
 		return true;
+	}
+	if (!p->wait_since)
+		p->wait_since = now_of(f);
 	if (!p->wake_pending) {
 		p->wake_pending = true;
 		sim_evq_after(sim_verbs_evq(f->ctx), wait, wake, f, 0);
@@ -308,4 +314,9 @@ void sim_flow_measure(struct sim_flow *f, uint64_t now)
 	f->meas_start = now;
 	f->bytes = f->msgs = 0;
 	f->n_lat = 0;
+}
+
+uint64_t sim_flow_token_wait(const struct sim_flow *f, uint64_t now)
+{
+	return f->pace.wait_ns + (f->pace.wait_since ? now - f->pace.wait_since : 0);
 }

@@ -49,6 +49,9 @@ struct sim_pacer {                  /* the model-side stand-in, see above */
 	uint64_t burst_ns;
 	_Atomic uint64_t vtime;     /* common/bucket.h state */
 	bool wake_pending;
+	uint64_t wait_since;        /* waits for a token since (0: does not) */
+	uint64_t wait_ns;           /* waited for tokens, in all (the shim's
+				     * jst_flow_stats.token_wait_ns) */
 };
 
 struct sim_flow {
@@ -88,6 +91,8 @@ void sim_flow_free(struct sim_flow *f);
 void sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk);
 /* Has work queued or in flight (the daemon's "active"). */
 bool sim_flow_active(const struct sim_flow *f);
+/* ns it waited for tokens until @now (the shim's token_wait_ns). */
+uint64_t sim_flow_token_wait(const struct sim_flow *f, uint64_t now);
 /* Forget results so far; measure from now. */
 void sim_flow_measure(struct sim_flow *f, uint64_t now);
 

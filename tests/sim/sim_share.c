@@ -18,9 +18,12 @@ void sim_share_init(struct sim_share *s, uint32_t n, int min_mode, uint64_t max_
 	s->sf = sim_zalloc((n + 1) * sizeof(*s->sf));
 	s->b0 = sim_zalloc((n + 1) * sizeof(*s->b0));
 	s->o0 = sim_zalloc((n + 1) * sizeof(*s->o0));
+	s->w0 = sim_zalloc((n + 1) * sizeof(*s->w0));
+	s->meas_bound = sim_zalloc((n + 1) * sizeof(*s->meas_bound));
 	s->meas_bps = sim_zalloc((n + 1) * sizeof(*s->meas_bps));
 	s->meas_ops = sim_zalloc((n + 1) * sizeof(*s->meas_ops));
 	s->sat = sim_zalloc((n + 1) * sizeof(*s->sat));
+	s->fill = sim_zalloc((n + 1) * sizeof(*s->fill));
 }
 
 void sim_share_fini(struct sim_share *s)
@@ -28,9 +31,12 @@ void sim_share_fini(struct sim_share *s)
 	free(s->sf);
 	free(s->b0);
 	free(s->o0);
+	free(s->w0);
+	free(s->meas_bound);
 	free(s->meas_bps);
 	free(s->meas_ops);
 	free(s->sat);
+	free(s->fill);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -47,7 +53,10 @@ static bool measure_window(struct sim_share *s, struct sim_flow **fl, uint32_t n
 	if (s->win_t0 && dt < SHARE_WINDOW_NS)
 		return false;
 	for (uint32_t i = 0; i < n; i++) {
+		uint64_t w = sim_flow_token_wait(fl[i], now);
+
 		if (s->win_t0) {
+			s->meas_bound[i] = (double)(w - s->w0[i]) / (double)dt;
 			s->meas_bps[i] = (uint64_t)((double)(fl[i]->tot_bytes - s->b0[i]) * 8e9 /
 						    (double)dt);
 			s->meas_ops[i] = (uint64_t)((double)(fl[i]->tot_msgs - s->o0[i]) * 1e9 /
@@ -55,6 +64,7 @@ static bool measure_window(struct sim_share *s, struct sim_flow **fl, uint32_t n
 		}
 		s->b0[i] = fl[i]->tot_bytes;
 		s->o0[i] = fl[i]->tot_msgs;
+		s->w0[i] = w;
 	}
 	s->win_t0 = now;
 	return true;
@@ -88,7 +98,9 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 			.weight = tf[i].weight,
 			.granted = entered ? 0 : granted_bps(s, fl[i], cls[i]) / cb,
 			.used = used_bps(s, cls[i], i) / cb,
+			.bound = s->meas_bound[i],
 			.satisfied = s->sat[i],
+			.fill = s->fill[i],
 		};
 	}
 	if (entered) {
@@ -115,8 +127,10 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 
 		if (!hungry(cls[i]))
 			continue;
-		if (tf[i].active)
+		if (tf[i].active) {
 			s->sat[i] = s->sf[k].satisfied;
+			s->fill[i] = s->sf[k].fill;
+		}
 		frac = tf[i].active ? s->sf[k++].frac : 0;
 		if (frac <= 0)
 			frac = w / (w_act + w);

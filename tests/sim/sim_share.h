@@ -25,8 +25,10 @@ struct sim_share {
 	struct share_state st;
 	struct share_flow *sf;
 	uint64_t win_t0;
-	uint64_t *b0, *o0, *meas_bps, *meas_ops;
+	uint64_t *b0, *o0, *w0, *meas_bps, *meas_ops;
+	double *meas_bound;         /* share of the window spent waiting for tokens */
 	bool *sat;                     /* share_flow.satisfied, kept per flow */
+	double *fill;                  /* share_flow.fill, the same */
 	double ops_per_bit;         /* TokenOps / (8 TokenBytes) */
 	uint64_t max_rate_bps;
 	uint32_t mode_changes;

@@ -100,17 +100,17 @@ static void counters_never_go_backwards(void **state)
 	atomic_store(&st.ops, 20);
 	atomic_store(&st.chunks, 2);
 	atomic_store(&st.tokens_bytes, 60);
-	atomic_store(&st.tokens_ops, 6);
+	atomic_store(&st.token_wait_ns, 6);
 	assert_int_equal(shm_read_counters(&st, &prev, &out), 0);
 	assert_int_equal(out.bytes, 200);
 	assert_int_equal(out.ops, 20);
 	assert_int_equal(out.chunks, 2);
 	assert_int_equal(out.tokens_bytes, 60);
-	assert_int_equal(out.tokens_ops, 6);
+	assert_int_equal(out.token_wait_ns, 6);
 	/* each one scribbled backwards, one at a time */
 	for (int i = 0; i < 5; i++) {
 		_Atomic uint64_t *f[] = { &st.bytes, &st.ops, &st.chunks, &st.tokens_bytes,
-					  &st.tokens_ops };
+					  &st.token_wait_ns };
 		uint64_t keep = atomic_load(f[i]);
 
 		atomic_store(f[i], 0);
@@ -119,7 +119,7 @@ static void counters_never_go_backwards(void **state)
 		assert_int_equal(out.ops, i == 1 ? 10 : 20);
 		assert_int_equal(out.chunks, i == 2 ? 1 : 2);
 		assert_int_equal(out.tokens_bytes, i == 3 ? 50 : 60);
-		assert_int_equal(out.tokens_ops, i == 4 ? 5 : 6);
+		assert_int_equal(out.token_wait_ns, i == 4 ? 5 : 6);
 		atomic_store(f[i], keep);
 	}
 }
