@@ -51,6 +51,9 @@ static struct {
 
 _Atomic unsigned shim_pace_queued;
 
+/* JUSTITIA_STATS "pacer" (stats.h) */
+static _Atomic uint64_t n_wakeups, n_thread_drains, n_poll_drains;
+
 static size_t wr_count(const struct ibv_send_wr *wr)
 {
 	size_t n = 0;
@@ -166,22 +169,22 @@ static uint64_t burst_for(uint64_t cost)
 	return cost + late > BURST_NS ? cost + late : BURST_NS;
 }
 
-/* When the application last advanced a backlog from its own ibv_poll_cq:
- * while it keeps doing so, the progress thread neither arms split CQs nor
- * wakes for every token (paper Appendix D: enforcement where the app
- * already runs). */
-static _Atomic uint64_t app_poll_ns;
-
-static int app_polling(uint64_t now)
+/* Whether the application advanced @q's backlog from its own
+ * ibv_poll_cq within APP_POLL_NS: while it keeps doing so, the progress
+ * thread neither arms @q's split CQ, nor wakes for its tokens, nor is woken
+ * when its backlog starts again (paper Appendix D: enforcement where the
+ * app already runs); it only looks a little after each token is due, in
+ * case the application stopped polling. */
+static int app_polling(const struct shim_qp *q, uint64_t now)
 {
-	uint64_t t = atomic_load_explicit(&app_poll_ns, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&q->app_poll_ns, memory_order_relaxed);
 
 	return t && now - t < APP_POLL_NS;
 }
 
 /* ------------------------------------------------------------ backlog */
 
-static void busy_add(struct shim_qp *q)
+static void busy_add(struct shim_qp *q, uint64_t now)
 {
 	uint64_t one = 1;
 
@@ -193,7 +196,9 @@ static void busy_add(struct shim_qp *q)
 	pg.busy = q;
 	atomic_fetch_add_explicit(&shim_pace_queued, 1, memory_order_release);
 	pthread_mutex_unlock(&pg.lock);
-	if (pg.efd >= 0 && write(pg.efd, &one, sizeof(one)) < 0) {
+	/* (an application that polls drains it itself; the thread looks
+	 * within TICK_NS anyway) */
+	if (!app_polling(q, now) && pg.efd >= 0 && write(pg.efd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: the thread is awake anyway */
 	}
 }
@@ -780,7 +785,7 @@ static uint64_t service_locked(struct shim_qp *q, uint64_t now)
 	reap_split_locked(q);
 	due = q->bl_head ? drain_locked(q, now) : 0;
 	if (!q->split.ch || q->split.armed || (due && due - now <= LAZY_NS) ||
-	    (q->bl_head && app_polling(now)))
+	    (q->bl_head && app_polling(q, now)))
 		return due;
 	arm_split_locked(q);
 	/* what that reaped may have opened the window */
@@ -887,7 +892,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			q->bl_head = p;
 		q->bl_tail = p;
 		q->bl_len++;
-		busy_add(q);
+		busy_add(q, now);
 	}
 	if (atomic_load_explicit(&q->classify.on, memory_order_relaxed))
 		shim_classify_post(q, first, *bad);
@@ -953,13 +958,15 @@ int shim_pace_progress(struct ibv_cq *cq)
 	if (!n)
 		return 0;
 	now = clock_now_ns();
-	atomic_store_explicit(&app_poll_ns, now, memory_order_relaxed);
 	for (size_t i = 0; i < n; i++) {
+		atomic_store_explicit(&list[i]->app_poll_ns, now, memory_order_relaxed);
 		/* never wait for a lock in the application's poll */
 		if (pthread_mutex_trylock(&list[i]->lock))
 			continue;
-		if (list[i]->busy)
+		if (list[i]->busy) {
 			service_locked(list[i], now);
+			atomic_fetch_add_explicit(&n_poll_drains, 1, memory_order_relaxed);
+		}
 		held |= list[i]->busy;
 		pthread_mutex_unlock(&list[i]->lock);
 	}
@@ -1038,6 +1045,7 @@ static void *progress_main(void *arg)
 		nev = epoll_wait(pg.ep, ev, 16, -1);
 		if (nev < 0 && errno != EINTR)
 			break;
+		atomic_fetch_add_explicit(&n_wakeups, 1, memory_order_relaxed);
 		if (read(pg.efd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
 			/* nothing to drain */
 		}
@@ -1062,17 +1070,25 @@ static void *progress_main(void *arg)
 		pthread_mutex_unlock(&pg.lock);
 		for (size_t i = 0; i < n; i++) {
 			uint64_t due;
+			int busy;
 
 			pthread_mutex_lock(&list[i]->lock);
 			due = list[i]->busy ? service_locked(list[i], now) : 0;
+			busy = list[i]->busy;
+			atomic_fetch_add_explicit(&n_thread_drains, 1, memory_order_relaxed);
 			pthread_mutex_unlock(&list[i]->lock);
+			if (busy && app_polling(list[i], now)) {
+				/* the application's polls post what is due and
+				 * reap the chunks: look again only in case it
+				 * stopped polling, a little after the next
+				 * token is due (not every APP_POLL_NS: a 1 MiB
+				 * token at tens of MB/s is due every few tens
+				 * of ms), or after APP_POLL_NS when it waits
+				 * for completions */
+				due = (due > now ? due : now) + APP_POLL_NS;
+			}
 			if (due && due < next)
 				next = due;
-		}
-		if (n && app_polling(now)) {
-			/* the application's polls post the chunks as tokens
-			 * come due: only look again if it stops polling */
-			next = now + APP_POLL_NS < next_tick ? now + APP_POLL_NS : next_tick;
 		}
 		if (n == 64)
 			next = now; /* more waiting: come straight back */
@@ -1317,4 +1333,18 @@ void shim_pace_atfork_child(void)
 	pg.pid = 0;
 	atomic_store(&pg.started, 0);
 	pthread_mutex_init(&start_lock, NULL);
+}
+
+void shim_pace_counters(struct stats_pacer *out)
+{
+	clockid_t cid;
+	struct timespec ts;
+
+	out->wakeups = atomic_load_explicit(&n_wakeups, memory_order_relaxed);
+	out->thread_drains = atomic_load_explicit(&n_thread_drains, memory_order_relaxed);
+	out->poll_drains = atomic_load_explicit(&n_poll_drains, memory_order_relaxed);
+	out->thread_cpu_ns = 0;
+	if (atomic_load_explicit(&pg.started, memory_order_acquire) == getpid() &&
+	    !pthread_getcpuclockid(pg.th, &cid) && !clock_gettime(cid, &ts))
+		out->thread_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

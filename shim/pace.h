@@ -117,6 +117,8 @@ void shim_pace_unwatch(struct shim_qp *q);
 /* Start the progress thread if it does not run yet (once per process):
  * it also reconnects to a daemon that was not there (client.c). */
 int shim_pace_start_thread(void);
+/* Where the pacer's work ran so far (JUSTITIA_STATS). */
+void shim_pace_counters(struct stats_pacer *out);
 /* fork(): the progress thread does not exist in the child. */
 void shim_pace_atfork_child(void);
 

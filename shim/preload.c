@@ -308,6 +308,7 @@ static void write_report(void)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 16];
 	struct stats_snapshot overflow, *snaps;
+	struct stats_pacer pacer;
 	uint64_t n_overflow;
 	size_t n;
 	FILE *f;
@@ -330,8 +331,10 @@ static void write_report(void)
 		shim_log("cannot write %s: %s", tmp, strerror(errno));
 		goto out;
 	}
+	shim_pace_counters(&pacer);
 	rc = stats_write_json(f, (int)getpid(), program_invocation_short_name,
-			      snaps ? snaps : &overflow, snaps ? n : 0, &overflow, n_overflow);
+			      snaps ? snaps : &overflow, snaps ? n : 0, &overflow, n_overflow,
+			      &pacer);
 	if (fclose(f) || rc) {
 		shim_log("cannot write %s", tmp);
 		unlink(tmp);

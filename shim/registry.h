@@ -95,6 +95,7 @@ struct shim_qp {
 	 * jst_flow_stats.token_wait_ns */
 	uint64_t tw_since, tw_due;
 	uint64_t tw_start;                    /* the last drain stopped for a token then */
+	_Atomic uint64_t app_poll_ns;         /* the application's poll drained it then */
 	/* ordering of split chunks behind the application QP's own WRs
 	 * (pace.c, "Order"): anything posted on it since the last barrier
 	 * completed; a barrier in flight; give up waiting for it then */

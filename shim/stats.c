@@ -284,7 +284,8 @@ static void put_counters(FILE *f, const struct stats_snapshot *s)
 
 int stats_write_json(FILE *f, int pid, const char *comm,
 		     const struct stats_snapshot *qps, size_t n,
-		     const struct stats_snapshot *overflow, uint64_t n_overflow)
+		     const struct stats_snapshot *overflow, uint64_t n_overflow,
+		     const struct stats_pacer *pacer)
 {
 	struct stats_snapshot total;
 
@@ -312,7 +313,14 @@ int stats_write_json(FILE *f, int pid, const char *comm,
 		stats_snapshot_add(&total, overflow);
 	fputs("},\n\"totals\":{", f);
 	put_counters(f, &total);
-	fputs("}}\n", f);
+	fputc('}', f);
+	if (pacer)
+		fprintf(f, ",\n\"pacer\":{\"wakeups\":%llu,\"thread_drains\":%llu,"
+			"\"poll_drains\":%llu,\"thread_cpu_ns\":%llu}",
+			(unsigned long long)pacer->wakeups, (unsigned long long)pacer->thread_drains,
+			(unsigned long long)pacer->poll_drains,
+			(unsigned long long)pacer->thread_cpu_ns);
+	fputs("}\n", f);
 	return ferror(f) ? -EIO : 0;
 }
 

@@ -110,10 +110,19 @@ uint64_t stats_batch_commit(struct stats_qp *st, struct stats_batch *b, int rc, 
 void stats_snapshot_take(struct stats_snapshot *s, const struct stats_qp *st);
 void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot *s);
 
-/* Write the report.  Returns 0 or -errno. */
+/* The process's pacer (pace.c): where its work ran. */
+struct stats_pacer {
+	uint64_t wakeups;        /* the progress thread woke */
+	uint64_t thread_drains;  /* backlogs it serviced */
+	uint64_t poll_drains;    /* backlogs the application's polls serviced */
+	uint64_t thread_cpu_ns;  /* the progress thread's CPU time */
+};
+
+/* Write the report (@pacer may be NULL).  Returns 0 or -errno. */
 int stats_write_json(FILE *f, int pid, const char *comm,
 		     const struct stats_snapshot *qps, size_t n,
-		     const struct stats_snapshot *overflow, uint64_t n_overflow);
+		     const struct stats_snapshot *overflow, uint64_t n_overflow,
+		     const struct stats_pacer *pacer);
 
 /* Expand "%p" to the pid and "%%" to "%" in a JUSTITIA_STATS path. */
 int stats_expand_path(char *out, size_t len, const char *tmpl, int pid);

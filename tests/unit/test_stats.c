@@ -145,7 +145,9 @@ static void json_report_round_trips(void **state)
 	overflow.op[STATS_OP_SEND].bytes = 30;
 
 	assert_non_null(f);
-	assert_int_equal(stats_write_json(f, 42, "ib_write_bw", s, 2, &overflow, 1), 0);
+	assert_int_equal(stats_write_json(f, 42, "ib_write_bw", s, 2, &overflow, 1,
+					  &(struct stats_pacer){ .wakeups = 7, .poll_drains = 9 }),
+			 0);
 	fclose(f);
 	root = json_loads(text, 0, &err);
 	if (!root)
@@ -164,6 +166,10 @@ static void json_report_round_trips(void **state)
 				 root, "totals"), "send"), "wrs")), 2003);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(
 				 root, "totals"), "recv"), "bytes")), 50);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "pacer"),
+							    "wakeups")), 7);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "pacer"),
+							    "poll_drains")), 9);
 	json_decref(root);
 	free(text);
 }
