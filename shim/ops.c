@@ -60,6 +60,8 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 	if (q) {
 		if (atomic_load_explicit(&q->fast, memory_order_relaxed))
 			return q->sctx->post_send(qp, wr, bad);
+		/* (from here on, a post that does not go through the pacer is
+		 * not counted in the QP's send queue: sq.h) */
 		/* Paced; or direct again (fail-open, daemon stale, class
 		 * change) while a backlog -- a split message waiting for its
 		 * chunks -- still drains: the WRs must queue behind it, never
@@ -70,6 +72,7 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 			return shim_pace_post(q, qp, wr, bad); /* paced, or windowed */
 		/* nobody reads its counters (no daemon, no JUSTITIA_STATS, no
 		 * split QP, no classifier): pass it through */
+		shim_sq_lost(&q->sq);
 		if (!shim_count_all && !atomic_load_explicit(&q->shm_stats, memory_order_relaxed) &&
 		    !q->split.qp && !atomic_load_explicit(&q->classify.on, memory_order_relaxed))
 			return q->sctx->post_send(qp, wr, bad);
@@ -175,7 +178,8 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	 * JUSTITIA_STATS report only */
 	if (shim_count_all || shim_classify_auto ||
 	    atomic_load_explicit(&shim_split_qps, memory_order_relaxed) ||
-	    atomic_load_explicit(&shim_window_tags, memory_order_relaxed))
+	    atomic_load_explicit(&shim_window_tags, memory_order_relaxed) ||
+	    atomic_load_explicit(&shim_sq_watched, memory_order_relaxed))
 		for (int i = 0; i < got; i++)
 			if (shim_ops_wc(cq->context, &wc[i])) {
 				/* the shim's ordering barrier (pace.c): not the app's */
@@ -193,6 +197,12 @@ int shim_ops_wc(struct ibv_context *ctx, struct ibv_wc *wc)
 
 	if (!q)
 		return 0;
+	if (!rx && shim_sq_known(&q->sq)) {
+		/* an entry of its send queue is free again (sq.h) */
+		pthread_mutex_lock(&q->lock);
+		shim_sq_completed(&q->sq, wc->status == IBV_WC_SUCCESS);
+		pthread_mutex_unlock(&q->lock);
+	}
 	if (!rx && (wc->wr_id & 1) && q->split.qp && shim_pace_barrier_done(q, wc))
 		return 1;
 	if (!rx && wc->wr_id == shim_pace_window_tag(q) && shim_pace_window_done(q, wc))
@@ -316,6 +326,9 @@ struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via,
 		return NULL;
 	}
 	q->max_send_wr = max_send_wr;
+	/* (only an RC QP is ever paced or split) */
+	if (qp->qp_type != IBV_QPT_RC || shim_sq_init(&q->sq, max_send_wr))
+		shim_sq_lost(&q->sq);
 	shim_client_qp_created(q, qp);
 	return q;
 }

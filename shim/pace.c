@@ -243,6 +243,8 @@ static struct pend_wr *pend_copy(const struct ibv_send_wr *wr)
 	p->phase = SPLITMSG_DATA;
 	p->nseg = 0;
 	p->went_whole = 0;
+	p->paid = 0;
+	p->window = 0;
 	p->seq = 0;
 	p->deadline_ns = 0;
 	p->wr_api = 0;
@@ -290,6 +292,48 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 	}
 }
 
+/* Whether the provider completes @wr on @q with a CQE. */
+static int signaled(const struct shim_qp *q, const struct ibv_send_wr *wr)
+{
+	return q->classify.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+}
+
+/* Post @wr alone on the application's QP, counted in its send queue. */
+static int post_app_qp(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	int rc = q->sctx->post_send(q->qp, wr, bad);
+
+	if (!rc)
+		shim_sq_posted(&q->sq, signaled(q, wr));
+	return rc;
+}
+
+/* The provider has no room on the application's QP now (its send queue
+ * holds the shim's barrier as well, or the application's count is not
+ * known): the WR waits in the backlog for a completion to free an entry,
+ * and nothing queued on a healthy QP is flushed. */
+static int no_room(int rc)
+{
+	return rc == ENOMEM || rc == -ENOMEM;
+}
+
+/* How many more WRs the application may post on @q: its max_send_wr less
+ * what the provider holds of its WRs (sq.h; when that is not known, only
+ * the backlog is bounded) and what the backlog holds.  The shim's own
+ * barrier in the send queue is not the application's. */
+static size_t app_room(const struct shim_qp *q)
+{
+	size_t cap = q->max_send_wr ? q->max_send_wr : BACKLOG_MAX;
+	uint64_t used = q->bl_len;
+
+	if (shim_sq_known(&q->sq)) {
+		uint64_t held = shim_sq_held(&q->sq);
+
+		used += q->ord_barrier && held ? held - 1 : held;
+	}
+	return used < cap ? cap - (size_t)used : 0;
+}
+
 /* Post one WR for the application (counts it like the direct path). */
 static int post_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api)
 {
@@ -297,7 +341,7 @@ static int post_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api)
 	uint64_t bytes = 0, n = 0;
 	int rc;
 
-	rc = q->sctx->post_send(q->qp, wr, &bad);
+	rc = post_app_qp(q, wr, &bad);
 	if (!rc || bad != wr)
 		atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 	if (!wr_api)
@@ -386,14 +430,94 @@ static uint32_t data_chunk(const struct pend_wr *p, uint32_t i)
 	return p->kind == SPLITMSG_SEND ? i + 1 : i;
 }
 
+/* ------------------------------------------------------------ split window
+ *
+ * Data chunks in flight on the split QP: what the granted rate moves in a
+ * chunk's completion time (post to reaped completion, averaged), plus two,
+ * within [SPLIT_WINDOW, SPLIT_WINDOW_MAX]; the most while the QP is direct
+ * (a message that started split drains unpaced).  A rate-limited flow never
+ * has more in flight than that anyway (Little's law): the window only caps
+ * what a delay estimate lagging behind could let go at once.  Chunks are
+ * signaled every half window, when the window fills and at the message's
+ * last; each completion says every chunk up to it is done (RC completes in
+ * order), so the pacer reaps a few completions per window, not one per
+ * chunk.  A message's window never shrinks: posting stops only at a full
+ * window, whose last chunk is signaled, or at a token, after which more
+ * chunks go; a smaller window could stop it behind unsignaled chunks,
+ * whose completions nobody would ever see. */
+
+static uint32_t split_window(const struct shim_qp *q, const struct jst_flow_ctl *slot,
+			     uint32_t chunk, int direct)
+{
+	uint64_t rate = slot && !direct ? atomic_load_explicit(&slot->rate_bps, memory_order_relaxed)
+					: 0;
+	double w;
+
+	if (direct)
+		return SPLIT_WINDOW_MAX;
+	if (!rate || !chunk)
+		return SPLIT_WINDOW;
+	w = (double)rate / 8.0 * (double)q->split.c_delay_ns / 1e9 / (double)chunk + 2;
+	return w < SPLIT_WINDOW ? SPLIT_WINDOW : w > SPLIT_WINDOW_MAX ? SPLIT_WINDOW_MAX
+								 : (uint32_t)w;
+}
+
+/* Post @w on the split QP as the next data chunk of @p (the message's last
+ * when @last) in a window of @window. */
+static int post_split(struct shim_qp *q, struct pend_wr *p, struct ibv_send_wr *w, int last,
+		      uint32_t window)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_send_wr *bad = NULL;
+	uint64_t seq = sp->c_posted + 1;
+	uint32_t every = window / 2 ? window / 2 : 1;
+	int sig = last || sp->c_since_sig + 1 >= every || p->inflight + 1 >= window, rc;
+
+	w->wr_id = seq << 3; /* (its low bits clear: not a control message) */
+	w->send_flags = sig ? IBV_SEND_SIGNALED : 0;
+	rc = q->sctx->post_send(sp->qp, w, &bad);
+	if (rc)
+		return rc;
+	sp->c_posted = seq;
+	sp->c_since_sig = sig ? 0 : sp->c_since_sig + 1;
+	sp->c_post_ns[seq % SPLIT_WINDOW_MAX] = clock_now_ns();
+	p->inflight++;
+	return 0;
+}
+
+/* The split chunk @wc completed (a signaled one, or any on error): every
+ * chunk up to it is done.  Called with q->lock held. */
+static void split_chunk_done(struct shim_qp *q, const struct ibv_wc *wc, uint64_t now)
+{
+	struct shim_split *sp = &q->split;
+	struct pend_wr *p = q->bl_head;
+	uint64_t seq = wc->wr_id >> 3, n;
+
+	/* chunks complete in order, for the job at the head; one from before
+	 * a RESET is not */
+	if (!p || seq <= sp->c_done || seq > sp->c_posted)
+		return;
+	n = seq - sp->c_done;
+	sp->c_done = seq;
+	p->inflight = p->inflight > n ? p->inflight - (uint32_t)n : 0;
+	if (wc->status == IBV_WC_SUCCESS) {
+		uint64_t t = sp->c_post_ns[seq % SPLIT_WINDOW_MAX], d = now > t ? now - t : 0;
+
+		sp->c_delay_ns = sp->c_delay_ns ? (7 * sp->c_delay_ns + d) / 8 : d;
+	} else if (!p->failed) {
+		p->failed = 1 + wc->status;
+	}
+}
+
 /* Post @w (SGEs @sg/@n) on the split QP as RDMA WRITEs into the peer's
- * receive buffer segments, for message bytes [@off, @off + @len). */
+ * receive buffer segments, for message bytes [@off, @off + @len); @last:
+ * the message's last data chunk. */
 static int post_to_segments(struct shim_qp *q, struct pend_wr *p, struct ibv_send_wr *w,
-			    uint64_t off, uint64_t len)
+			    uint64_t off, uint64_t len, int last, uint32_t window)
 {
 	uint64_t at = off - p->chunk, seg0 = 0; /* segments cover [chunk, length) */
 	struct ibv_sge sg[SPLIT_MAX_SGE];
-	struct ibv_send_wr *bad = NULL;
+	int posted = 0;
 
 	for (unsigned i = 0; i < p->nseg && len; i++) {
 		uint64_t s_end = seg0 + p->seg[i].len, take;
@@ -412,10 +536,10 @@ static int post_to_segments(struct shim_qp *q, struct pend_wr *p, struct ibv_sen
 		w->opcode = IBV_WR_RDMA_WRITE;
 		w->wr.rdma.remote_addr = p->seg[i].addr + (at - seg0);
 		w->wr.rdma.rkey = p->seg[i].rkey;
-		rc = q->sctx->post_send(q->split.qp, w, &bad);
+		rc = post_split(q, p, w, last && take == len, window);
 		if (rc)
-			return rc;
-		p->inflight++;
+			return posted ? EIO : rc; /* (a part went: no retry) */
+		posted = 1;
 		off += take;
 		at += take;
 		len -= take;
@@ -424,10 +548,12 @@ static int post_to_segments(struct shim_qp *q, struct pend_wr *p, struct ibv_sen
 	return len ? EINVAL : 0;
 }
 
-/* Chunk @k of a split message: on the split QP, or (the final one, see
- * final_chunk()) as the application's own WR on its QP. */
-static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
+/* Chunk @k of a split message: on the split QP (in a window of @window),
+ * or (the final one, see final_chunk()) as the application's own WR on its
+ * QP. */
+static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k, uint32_t window)
 {
+	int last = k == data_chunk(p, p->n_chunks - 2);
 	uint64_t off = (uint64_t)k * p->chunk, len = p->cost_bytes - off;
 	struct ibv_sge sg[SPLIT_MAX_SGE];
 	struct ibv_send_wr w = p->wr, *bad = NULL;
@@ -438,10 +564,8 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
 		len = p->chunk;
 	w.next = NULL;
 	if (k != final_chunk(p)) {
-		w.wr_id = (uintptr_t)p;
-		w.send_flags = IBV_SEND_SIGNALED;
 		if (p->kind == SPLITMSG_SEND) {
-			rc = post_to_segments(q, p, &w, off, len);
+			rc = post_to_segments(q, p, &w, off, len, last, window);
 			goto out;
 		}
 		if (p->kind == SPLITMSG_WRITE_IMM)
@@ -455,14 +579,12 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k)
 	if (p->kind != SPLITMSG_SEND)
 		w.wr.rdma.remote_addr = p->wr.wr.rdma.remote_addr + off;
 	if (k != final_chunk(p)) {
-		rc = q->sctx->post_send(q->split.qp, &w, &bad);
-		if (!rc)
-			p->inflight++;
+		rc = post_split(q, p, &w, last, window);
 	} else {
 		/* known before it can complete: the app may be polling */
 		splitmsg_tx_final(q, p->wr.wr_id, wc_opcode(p->wr.opcode), (uint32_t)len,
 				  p->cost_bytes);
-		rc = q->sctx->post_send(q->qp, &w, &bad);
+		rc = post_app_qp(q, &w, &bad);
 		if (!rc) {
 			atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 			/* the application posted one WR of the whole length */
@@ -499,6 +621,7 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	/* flushes what the provider holds; our own call, made with q->lock
 	 * held (maybe from the application's ibv_poll_cq): not intercepted,
 	 * or jst_modify_qp -> shim_pace_update would take q->lock again */
+	shim_sq_lost(&q->sq);
 	shim_busy = 1;
 	ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
 	shim_busy = saved;
@@ -535,9 +658,14 @@ static void arm_split_locked(struct shim_qp *q)
  * would read stale data, a later large WRITE be overwritten by an earlier
  * small one, and a chunk's error flush WRs that had succeeded.
  *
- * The shim learns that from a barrier: a signaled zero-length RDMA WRITE
- * on the application's QP (no memory is accessed; the responder checks no
- * rkey for it), whose completion comes after every earlier WR's.  It
+ * The shim learns that from a barrier: a signaled zero-length RDMA
+ * operation on the application's QP (no memory is accessed), whose
+ * completion comes after every earlier WR's: a READ for a READ message and
+ * a WRITE for a WRITE (with immediate), each with the message's own rkey
+ * and address, which grant that access (Soft-RoCE checks the rkey's rights
+ * even for zero bytes: a WRITE with a READ's rkey put the QP in error); a
+ * WRITE with no rkey for a SEND (IBTA C9-88: a zero-length RDMA WRITE's
+ * rkey is not checked).  It
  * completes on the application's send CQ, where the shim's ibv_poll_cq
  * drops it (shim_pace_barrier_done) and posts the chunks at once.  A QP
  * whose barrier does not come back within ORDER_WAIT_NS (its CQ is polled
@@ -545,7 +673,7 @@ static void arm_split_locked(struct shim_qp *q)
  * whole from then on: in order, unsplit.  IBV_SEND_FENCE is kept a fortiori:
  * nothing earlier is outstanding when the chunks start. */
 
-int shim_order_barrier;
+int shim_order_barrier = 1;
 
 static uint64_t barrier_tag(const struct shim_qp *q)
 {
@@ -570,6 +698,7 @@ static int64_t order_wait_locked(struct shim_qp *q, struct pend_wr *p, uint64_t 
 {
 	struct ibv_send_wr b = { .wr_id = barrier_tag(q), .opcode = IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	int rc;
 
 	if (!shim_order_barrier ||
 	    (!q->ord_barrier && !atomic_load_explicit(&q->ord_dirty, memory_order_relaxed)))
@@ -579,16 +708,29 @@ static int64_t order_wait_locked(struct shim_qp *q, struct pend_wr *p, uint64_t 
 	if (q->ord_barrier) {
 		if (now < q->ord_deadline_ns)
 			return (int64_t)q->ord_deadline_ns;
+		/* still behind what the QP took before it (4 MiB of a window
+		 * take 200 ms on Soft-RoCE) while the application polled that
+		 * CQ in the meantime: it comes */
+		if (atomic_load_explicit(&q->app_poll_ns, memory_order_relaxed) + ORDER_WAIT_NS >
+		    now) {
+			q->ord_deadline_ns = now + ORDER_WAIT_NS;
+			return (int64_t)q->ord_deadline_ns;
+		}
 		shim_log("QP %u: its ordering barrier did not come back through ibv_poll_cq "
-			 "within %llu ms: large messages go whole on it", q->qp->qp_num,
-			 ORDER_WAIT_NS / 1000000);
+			 "within %llu ms while the application did not poll: large messages go "
+			 "whole on it", q->qp->qp_num, ORDER_WAIT_NS / 1000000);
 		q->ord_blind = 1;
 		return -1;
 	}
-	if (p->kind == SPLITMSG_ONE_SIDED)
+	if (p->kind != SPLITMSG_SEND)
 		b.wr.rdma = p->wr.wr.rdma;
-	if (q->sctx->post_send(q->qp, &b, &bad))
-		return -1; /* its send queue is full: whole, in order */
+	if (p->wr.opcode == IBV_WR_RDMA_READ)
+		b.opcode = IBV_WR_RDMA_READ;
+	rc = post_app_qp(q, &b, &bad);
+	if (no_room(rc))
+		return (int64_t)(now + LAZY_NS); /* a completion frees an entry */
+	if (rc)
+		return -1; /* whole, in order */
 	atomic_store_explicit(&q->ord_dirty, 0, memory_order_relaxed);
 	q->ord_barrier = 1;
 	q->ord_deadline_ns = now + ORDER_WAIT_NS;
@@ -653,10 +795,16 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 			splitmsg_make_whole(q, p);
 		}
 		if (p->chunk) {
+			uint32_t window = split_window(q, slot, p->chunk, direct);
+
+			if (window < p->window)
+				window = p->window;
+			p->window = (uint8_t)window;
+
 			/* split chunks, a window at a time, each paid for */
 			while (!p->failed && p->next_chunk + 1 < p->n_chunks &&
-			       p->inflight < SPLIT_WINDOW) {
-				if (!direct && slot && st) {
+			       p->inflight < window) {
+				if (!direct && slot && st && !p->paid) {
 					uint64_t cost = wr_cost_ns(cls, slot, p->chunk);
 					uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
 								    cost, burst_for(cost));
@@ -664,11 +812,15 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 					if (wait)
 						return token_due(q, now, wait);
 				}
-				rc = post_chunk(q, p, data_chunk(p, p->next_chunk));
+				p->paid = 1;
+				rc = post_chunk(q, p, data_chunk(p, p->next_chunk), window);
+				if (rc && no_room(rc) && p->inflight && !q->split.c_since_sig)
+					break; /* its (signaled) completions make room */
 				if (rc) {
 					p->failed = 1 + IBV_WC_LOC_QP_OP_ERR;
 					break;
 				}
+				p->paid = 0;
 				p->next_chunk++;
 			}
 			if (p->inflight)
@@ -678,7 +830,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 				break;
 			}
 		}
-		if (!direct && slot && st) {
+		if (!direct && slot && st && !p->paid) {
 			uint64_t last = !p->chunk ? p->cost_bytes
 				      : p->kind == SPLITMSG_SEND ? p->chunk
 				      : p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk;
@@ -689,6 +841,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 			if (wait)
 				return token_due(q, now, wait);
 		}
+		p->paid = 1;
 		if (!p->chunk && window_on(q)) {
 			uint64_t due = 0;
 
@@ -696,9 +849,12 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 			if (rc == -EAGAIN)
 				return due; /* a tag's completion drains it before */
 		} else {
-			rc = p->chunk ? post_chunk(q, p, final_chunk(p))
+			rc = p->chunk ? post_chunk(q, p, final_chunk(p), 0)
 				      : post_one(q, &p->wr, p->wr_api);
 		}
+		if (no_room(rc))
+			return 0; /* (paid for: the next drain posts it first) */
+		p->paid = 0;
 		if (rc) {
 			fail_backlog(q, rc);
 			break;
@@ -749,25 +905,19 @@ static void reap_split_locked(struct shim_qp *q)
 {
 	struct shim_split *sp = &q->split;
 	struct ibv_wc wc[16];
+	uint64_t now = 0;
 	int n;
 
 	if (!sp->cq)
 		return;
 	while ((n = q->sctx->poll_cq(sp->cq, 16, wc)) > 0) {
+		if (!now)
+			now = clock_now_ns();
 		for (int i = 0; i < n; i++) {
-			struct pend_wr *p = (struct pend_wr *)(uintptr_t)wc[i].wr_id;
-
-			if (wc[i].wr_id & SPLITMSG_TAG_MASK) {
+			if (wc[i].wr_id & SPLITMSG_TAG_MASK)
 				splitmsg_on_wc(q, &wc[i]);
-				continue;
-			}
-
-			/* chunks complete in order, for the job at the head */
-			if (p != q->bl_head || !p->inflight)
-				continue;
-			p->inflight--;
-			if (wc[i].status != IBV_WC_SUCCESS && !p->failed)
-				p->failed = 1 + wc[i].status;
+			else
+				split_chunk_done(q, &wc[i], now);
 		}
 	}
 }
@@ -825,7 +975,6 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
 	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
-	size_t cap = q->max_send_wr ? q->max_send_wr : BACKLOG_MAX;
 	uint64_t now = clock_now_ns();
 	struct ibv_send_wr *first;
 	int rc = 0;
@@ -833,7 +982,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 	*bad = NULL;
 	pthread_mutex_lock(&q->lock);
 	first = wr;
-	if (wr_api && q->bl_len + wr_count(wr) > cap) {
+	if (wr_api && app_room(q) < wr_count(wr)) {
 		/* an ibv_wr_* batch is all or nothing */
 		rc = ENOMEM;
 		*bad = wr;
@@ -842,9 +991,17 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 	for (; wr; wr = wr->next) {
 		struct pend_wr *p;
 
-		int kind = SPLITMSG_ONE_SIDED;
+		int kind = SPLITMSG_ONE_SIDED, paid = 0;
 		uint32_t chunk = split_size(q, slot, wr, &kind);
 
+		/* The application may have max_send_wr WRs outstanding; the
+		 * provider holds some, the backlog the others.  More than its
+		 * send queue could take fails as it would natively. */
+		if (!app_room(q)) {
+			rc = ENOMEM;
+			*bad = wr;
+			break;
+		}
 		/* nothing queued ahead, not split, and a token now: straight to
 		 * the provider */
 		if (!q->bl_head && !chunk && (atomic_load_explicit(&q->direct, memory_order_relaxed) ||
@@ -859,20 +1016,15 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 					  : post_one(q, &one, wr_api);
 			if (rc == -EAGAIN) {
 				rc = 0; /* it waits in the backlog, below */
+			} else if (no_room(rc)) {
+				rc = 0; /* the same, already paid for */
+				paid = 1;
 			} else if (rc) {
 				*bad = wr;
 				break;
 			} else {
 				continue;
 			}
-		}
-		/* The application may have max_send_wr WRs outstanding; the
-		 * provider holds some, the backlog the others.  More than its
-		 * send queue could take fails as it would natively. */
-		if (q->bl_len >= cap) {
-			rc = ENOMEM;
-			*bad = wr;
-			break;
 		}
 		p = pend_copy(wr);
 		if (!p) {
@@ -881,6 +1033,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			break;
 		}
 		p->wr_api = wr_api;
+		p->paid = (uint8_t)paid;
 		/* (a windowed QP's waits for the NIC, not for a token) */
 		atomic_fetch_add_explicit(window_on(q) ? &q->st.window_held : &q->st.held, 1,
 					  memory_order_relaxed);
@@ -1172,13 +1325,14 @@ out_close:
  * (splitmsg.c).  Called with q->lock held. */
 static void set_fast_locked(struct shim_qp *q)
 {
-	atomic_store_explicit(&q->fast,
-			      !q->bl_head &&
-				      atomic_load_explicit(&q->cls, memory_order_relaxed) ==
-					      JST_CLASS_LATENCY &&
-				      !shim_count_all && !q->split.qp &&
-				      !atomic_load_explicit(&q->classify.on, memory_order_relaxed),
-			      memory_order_relaxed);
+	int fast = !q->bl_head &&
+		   atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY &&
+		   !shim_count_all && !q->split.qp &&
+		   !atomic_load_explicit(&q->classify.on, memory_order_relaxed);
+
+	if (fast)
+		shim_sq_lost(&q->sq); /* its posts are not counted (sq.h) */
+	atomic_store_explicit(&q->fast, fast, memory_order_relaxed);
 }
 
 void shim_pace_update(struct shim_qp *q)
@@ -1192,6 +1346,8 @@ void shim_pace_update(struct shim_qp *q)
 	if ((want || win) && progress_start())
 		want = win = 0;
 	pthread_mutex_lock(&q->lock);
+	if (atomic_load_explicit(&q->win.on, memory_order_relaxed) != win)
+		q->win.wait_since = 0; /* (a wait from before paced mode is not one) */
 	atomic_store_explicit(&q->win.on, win, memory_order_relaxed);
 	atomic_store_explicit(&q->fast, 0, memory_order_relaxed);
 	if (!want && !atomic_load_explicit(&q->direct, memory_order_relaxed)) {
@@ -1287,9 +1443,12 @@ void shim_pace_qp_reset(struct shim_qp *q)
 	if (q->split.cq)
 		while (q->sctx->poll_cq(q->split.cq, 16, wc) > 0) {
 		}
+	q->split.c_done = q->split.c_posted;
+	q->split.c_since_sig = 0;
 	atomic_store_explicit(&q->ord_dirty, 0, memory_order_relaxed);
 	q->ord_barrier = 0;
 	shim_window_reset(&q->win);
+	shim_sq_reset(&q->sq);
 	set_fast_locked(q);
 	pthread_mutex_unlock(&q->lock);
 }
@@ -1299,6 +1458,7 @@ void shim_pace_qp_gone(struct shim_qp *q)
 	pthread_mutex_lock(&q->lock);
 	drop_backlog_locked(q);
 	shim_window_reset(&q->win);
+	shim_sq_fini(&q->sq);
 	atomic_store_explicit(&q->win.on, 0, memory_order_relaxed);
 	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&q->lock);

@@ -32,6 +32,10 @@ struct pend_wr {
 	uint8_t phase;         /* enum splitmsg_phase */
 	uint8_t nseg;
 	uint8_t went_whole;    /* the receiver said WHOLE: never split it again */
+	uint8_t paid;          /* its next post's tokens are taken (the provider
+				* had no room for it: pace.c no_room()) */
+	uint8_t window;        /* its split window so far: it never shrinks
+				* (pace.c, "split window") */
 	uint64_t seq;          /* which of the peer's receives it consumes */
 	uint64_t deadline_ns;  /* READY due by then */
 	struct splitmsg_seg seg[SPLITMSG_MAX_SEG];
@@ -50,9 +54,8 @@ static inline void shim_pace_posted_direct(struct shim_qp *q)
 	if (q->split.qp)
 		atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 }
-/* JUSTITIA_ORDER=barrier (default off while it is proven on more
- * providers): split chunks wait for a barrier behind the application QP's
- * earlier WRs (pace.c, "Order"). */
+/* Split chunks wait for a barrier behind the application QP's earlier WRs
+ * (pace.c, "Order"); JUSTITIA_ORDER=none turns it off. */
 extern int shim_order_barrier;
 /* From the application's ibv_poll_cq: @wc (on @q's send queue) is the
  * completion of the shim's ordering barrier: it is not the application's,

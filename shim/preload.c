@@ -107,8 +107,8 @@ static void shim_init(void)
 	if (s && !strcmp(s, "0"))
 		shim_poll_yield = 0;
 	s = secure_getenv("JUSTITIA_ORDER");
-	if (s && !strcmp(s, "barrier"))
-		shim_order_barrier = 1;
+	if (s && !strcmp(s, "none"))
+		shim_order_barrier = 0;
 	s = secure_getenv("JUSTITIA_WINDOW");
 	if (shim_window_parse(s, &shim_window_bytes)) {
 		shim_log("JUSTITIA_WINDOW=%s is not BYTES[k|m|g]: the default, %llu", s,
@@ -221,9 +221,12 @@ int jst_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	q = shim_qp_find_sure(qp->context, qp->qp_num);
 	if (q) {
 		shim_client_qp_modified(q, attr, mask);
-		/* natively RESET discards every outstanding WR */
+		/* natively RESET discards every outstanding WR; ERR
+		 * flushes them all, signaled or not (sq.h) */
 		if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
 			shim_pace_qp_reset(q);
+		else if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR)
+			shim_sq_lost(&q->sq);
 	}
 	return rc;
 }

@@ -58,6 +58,8 @@ static void w_start(struct ibv_qp_ex *qpx)
 		    (shim_pace_needed(q) || atomic_load_explicit(&q->win.on, memory_order_relaxed));
 	if (q->wrb.on)
 		return;
+	/* (the provider's own ibv_wr_* take it: not counted, sq.h) */
+	shim_sq_lost(&q->sq);
 	stats_batch_reset(&q->batch);
 	ORIG(q, wr_start)(qpx);
 }
@@ -78,6 +80,7 @@ static int replay(void *arg)
 
 	rc = wrbuf_replay(&q->wrb, r->qpx, &q->orig);
 	shim_pace_posted_direct(q);
+	shim_sq_lost(&q->sq);
 	if (rc)
 		return rc;
 	n = stats_account_wr_api(&q->st, wrbuf_list(&q->wrb), NULL, &bytes);

@@ -12,6 +12,7 @@
 #include "shm_abi.h"
 #include "classify.h"
 #include "split.h"
+#include "sq.h"
 #include "stats.h"
 #include "window.h"
 #include "wrbuf.h"
@@ -87,6 +88,7 @@ struct shim_qp {
 	_Atomic int fast;                     /* latency class, uncounted: one branch */
 	_Atomic uint32_t mode_gen;            /* the daemon's mode_gen last seen */
 	uint32_t max_send_wr;
+	struct shim_sq sq;                    /* what its send queue holds (sq.h) */
 	pthread_mutex_t lock;                 /* backlog; initialised once */
 	struct pend_wr *bl_head, *bl_tail;
 	size_t bl_len;

@@ -43,8 +43,10 @@ int shim_split_create(struct shim_qp *q)
 	struct shim_split *sp = &q->split;
 	struct ibv_qp_init_attr a = {
 		.qp_type = IBV_QPT_RC,
-		.sq_sig_all = 1,
-		.cap = { .max_send_wr = SPLIT_WINDOW + SPLITMSG_MAX_SEG + SPLITMSG_SLOTS,
+		/* (data chunks are signaled a few at a time, control
+		 * messages always: pace.c, splitmsg.c) */
+		.sq_sig_all = 0,
+		.cap = { .max_send_wr = SPLIT_WINDOW_MAX + SPLITMSG_MAX_SEG + SPLITMSG_SLOTS,
 			 .max_recv_wr = SPLITMSG_SLOTS,
 			 .max_send_sge = SPLIT_MAX_SGE, .max_recv_sge = 1 },
 	};
@@ -58,7 +60,8 @@ int shim_split_create(struct shim_qp *q)
 	if (!sp->ch)
 		goto out_err;
 	fcntl(sp->ch->fd, F_SETFL, fcntl(sp->ch->fd, F_GETFL) | O_NONBLOCK);
-	sp->cq = ibv_create_cq(ctx, SPLIT_WINDOW + SPLITMSG_MAX_SEG + 2 * SPLITMSG_SLOTS, q, sp->ch, 0);
+	sp->cq = ibv_create_cq(ctx, SPLIT_WINDOW_MAX + SPLITMSG_MAX_SEG + 2 * SPLITMSG_SLOTS, q,
+			       sp->ch, 0);
 	if (!sp->cq)
 		goto out_err;
 	if (ibv_req_notify_cq(sp->cq, 0))

@@ -20,7 +20,10 @@
 #include "splitmsg.h"
 
 #define SPLIT_MAX_SGE 8    /* messages with more SGEs are not split */
-#define SPLIT_WINDOW 4     /* split chunks in flight per QP */
+/* Split chunks in flight per QP: what the granted rate moves in a chunk's
+ * completion time, in these bounds (pace.c, split_window()). */
+#define SPLIT_WINDOW 4
+#define SPLIT_WINDOW_MAX 32
 
 enum split_state {
 	SPLIT_NONE,        /* no split QP */
@@ -37,6 +40,13 @@ struct shim_split {
 	int peer_split_qpn;    /* -1 until known */
 	bool armed;            /* cq raises its next completion event (q->lock) */
 	uint8_t rd_atom, init_rd_atom; /* READ chunks in flight: as responder, requester */
+	/* data chunks (pace.c): each has a sequence number, its wr_id << 3;
+	 * only some are signaled, and a completion (or an error's) says every
+	 * chunk up to it is done */
+	uint64_t c_posted, c_done;
+	uint64_t c_post_ns[SPLIT_WINDOW_MAX];
+	uint32_t c_since_sig;      /* chunks posted since the last signaled one */
+	uint64_t c_delay_ns;       /* a chunk's post-to-completion time, averaged */
 	struct splitmsg_state msg; /* SEND / WRITE_WITH_IMM (splitmsg.c) */
 };
 

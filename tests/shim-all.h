@@ -16,4 +16,5 @@
 #include "../shim/classify.c"
 #include "../shim/wrbuf.c"
 #include "../shim/window.c"
+#include "../shim/sq.c"
 #include "../common/proto.c"

@@ -24,12 +24,26 @@ static struct {
 	pthread_mutex_t lock;
 	uint64_t wr_id[MAXW], t[MAXW];
 	struct ibv_qp *qp[MAXW];
-	uint32_t qpn[MAXW], len[MAXW];
+	uint32_t qpn[MAXW], len[MAXW], rkey[MAXW], flags[MAXW];
+	enum ibv_wr_opcode op[MAXW];
 	char inline_seen[MAXW][8];
 	int n, fail_from;
 	int complete_split, split_done; /* chunks on split_qp: complete them? */
 	int complete_app, app_done;     /* WRs on the application's QP */
+	int sq_cap;                     /* the application QP's send queue (0: no limit) */
 } prov = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_from = -1 };
+
+static struct ibv_qp qp;
+
+/* WRs the provider holds on the application's QP (not yet polled). */
+static int app_held_locked(void)
+{
+	int n = 0;
+
+	for (int i = prov.app_done; i < prov.n && i < MAXW; i++)
+		n += prov.qp[i] == &qp;
+	return n;
+}
 
 static uint64_t mono(void)
 {
@@ -39,7 +53,7 @@ static uint64_t mono(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static int fake_post_send(struct ibv_qp *to, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	pthread_mutex_lock(&prov.lock);
 	for (; wr; wr = wr->next) {
@@ -48,11 +62,19 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 			pthread_mutex_unlock(&prov.lock);
 			return EINVAL;
 		}
+		if (to == &qp && prov.sq_cap && app_held_locked() >= prov.sq_cap) {
+			*bad = wr;
+			pthread_mutex_unlock(&prov.lock);
+			return ENOMEM;
+		}
 		if (prov.n < MAXW) {
 			prov.wr_id[prov.n] = wr->wr_id;
-			prov.qp[prov.n] = qp;
+			prov.qp[prov.n] = to;
 			prov.t[prov.n] = mono();
-			prov.qpn[prov.n] = qp->qp_num;
+			prov.qpn[prov.n] = to->qp_num;
+			prov.op[prov.n] = wr->opcode;
+			prov.flags[prov.n] = wr->send_flags;
+			prov.rkey[prov.n] = wr->wr.rdma.rkey;
 			prov.len[prov.n] = wr->num_sge > 0 ? wr->sg_list[0].length : 0;
 			if (wr->send_flags & IBV_SEND_INLINE)
 				memcpy(prov.inline_seen[prov.n], (void *)(uintptr_t)wr->sg_list[0].addr, 8);
@@ -64,7 +86,6 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 }
 
 static struct ibv_cq cq;
-static struct ibv_qp qp;
 
 /* The application's CQ: every WR posted on its QP completes, in order. */
 static int fake_poll_app_cq(int n, struct ibv_wc *wc)
@@ -98,7 +119,9 @@ static int fake_poll_cq(struct ibv_cq *c, int n, struct ibv_wc *wc)
 	pthread_mutex_lock(&prov.lock);
 	for (; prov.complete_split && prov.split_done < prov.n && prov.split_done < MAXW &&
 	       got < n; prov.split_done++) {
-		if (prov.qp[prov.split_done] != &split_qp)
+		/* (the split QP signals some WRs only, as sq_sig_all is 0) */
+		if (prov.qp[prov.split_done] != &split_qp ||
+		    !(prov.flags[prov.split_done] & IBV_SEND_SIGNALED))
 			continue;
 		memset(&wc[got], 0, sizeof(wc[got]));
 		wc[got].wr_id = prov.wr_id[prov.split_done];
@@ -168,6 +191,7 @@ static int setup(void **state)
 	prov.split_done = 0;
 	prov.complete_app = 0;
 	prov.app_done = 0;
+	prov.sq_cap = 0;
 	pthread_mutex_unlock(&prov.lock);
 	memset(&gseg, 0, sizeof(gseg));
 	memset(&cseg, 0, sizeof(cseg));
@@ -179,7 +203,7 @@ static int setup(void **state)
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s: 1000 B = 1 ms */
 	q = shim_ops_track_qp(&qp, "ibv_create_qp", 8);
 	assert_non_null(q);
-	shim_order_barrier = 1; /* JUSTITIA_ORDER=barrier */
+	shim_order_barrier = 1; /* (the default; a test may turn it off) */
 	/* no daemon answered registration; play the daemon from here on */
 	pthread_mutex_lock(&cl.lock);
 	atomic_store(&cl.global, &gseg.g);
@@ -271,10 +295,11 @@ static void send_queue_limit_is_enomem(void **state)
 		wr[i].opcode = IBV_WR_RDMA_WRITE;
 		wr[i].next = i < 11 ? &wr[i + 1] : NULL;
 	}
-	/* max_send_wr 8: the first goes, eight wait, the tenth does not fit */
+	/* max_send_wr 8: the first goes, seven wait, the ninth does not fit
+	 * (the provider holds one of the eight: sq.h) */
 	assert_int_equal(ibv_post_send(&qp, wr, &bad), ENOMEM);
-	assert_ptr_equal(bad, &wr[9]);
-	assert_int_equal(q->bl_len, 8);
+	assert_ptr_equal(bad, &wr[8]);
+	assert_int_equal(q->bl_len, 7);
 }
 
 static void inline_data_is_copied(void **state)
@@ -414,6 +439,118 @@ static void post_one_write(uint64_t id, uint32_t len)
 	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
 }
 
+/* Poll @n completions of the application's QP (the fake completes what it
+ * holds, in order); returns how many came. */
+static int complete_app(int n)
+{
+	struct ibv_wc wc[16];
+	int got;
+
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_app = 1;
+	pthread_mutex_unlock(&prov.lock);
+	got = ibv_poll_cq(&cq, n, wc);
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_app = 0;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < got; i++)
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+	return got;
+}
+
+static int post_write_rc(uint64_t id, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = len };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = 0x80000, .rkey = 9 } };
+	struct ibv_send_wr *bad = NULL;
+
+	return ibv_post_send(&qp, &wr, &bad);
+}
+
+/* max_send_wr counts what the provider holds as well as the backlog: the
+ * ninth of eight fails with ENOMEM although nothing waits in the backlog,
+ * and each polled completion makes room for exactly one more. */
+static void send_queue_counts_what_the_provider_holds(void **state)
+{
+	atomic_store(&gseg.slot[0].rate_bps, 8000000000000ull); /* tokens never lack */
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(post_write_rc(10 + i, 100), 0);
+	assert_int_equal(provider_count(), 8);
+	assert_int_equal(q->bl_len, 0);
+	assert_int_equal(post_write_rc(18, 100), ENOMEM);
+	assert_int_equal(provider_count(), 8);
+	assert_int_equal(q->bl_len, 0);
+	assert_int_equal(complete_app(3), 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(post_write_rc(20 + i, 100), 0);
+	assert_int_equal(post_write_rc(23, 100), ENOMEM);
+	assert_int_equal(provider_count(), 11);
+}
+
+/* The ordering barrier takes an entry of the provider's send queue, never
+ * one of the application's: with seven WRs outstanding and a split message
+ * (the eighth, max_send_wr 8) waiting behind the barrier, the provider is
+ * full; a ninth fails as natively, and after one completion a WR fits again
+ * and goes behind the message, in order, nothing flushed. */
+static void barrier_never_costs_the_application_an_entry(void **state)
+{
+	use_split_qp();
+	pthread_mutex_lock(&prov.lock);
+	prov.sq_cap = 8;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(post_write_rc(10 + i, 100), 0);
+	assert_int_equal(post_write_rc(7, 4000), 0); /* four chunks, after a barrier */
+	assert_int_equal(provider_count(), 8);
+	assert_ptr_equal(prov.qp[7], &qp);
+	assert_int_equal(prov.len[7], 0);           /* the barrier */
+	assert_int_equal(post_write_rc(30, 100), ENOMEM);
+	assert_int_equal(complete_app(1), 1);
+	assert_int_equal(post_write_rc(31, 100), 0); /* behind the message */
+	assert_int_equal(q->bl_len, 2);
+	/* the rest completes: the barrier's completion (dropped) lets the
+	 * chunks go, then the message's last chunk, then 31 */
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 3000 && !provider_saw(31); i++) {
+		complete_app(16);
+		usleep(1000);
+	}
+	assert_true(provider_saw(31));
+	assert_int_equal(prov.wr_id[prov.n - 2], 7);
+	assert_ptr_equal(prov.qp[prov.n - 2], &qp);
+	assert_int_equal(prov.wr_id[prov.n - 1], 31);
+	assert_int_equal(atomic_load(&q->st.split[SPLITMSG_ONE_SIDED]), 1);
+	drop_split_qp();
+}
+
+/* A provider with less room than the QP was said to have (or a count the
+ * shim lost): its ENOMEM keeps the WR in the backlog until a completion
+ * makes room; nothing queued on a healthy QP is flushed. */
+static void provider_without_room_keeps_the_backlog(void **state)
+{
+	atomic_store(&gseg.slot[0].rate_bps, 8000000000000ull);
+	pthread_mutex_lock(&prov.lock);
+	prov.sq_cap = 4;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(post_write_rc(10 + i, 100), 0);
+	assert_int_equal(provider_count(), 4);
+	assert_int_equal(q->bl_len, 2);
+	for (int i = 0; i < 3000 && provider_count() < 6; i++) {
+		complete_app(2);
+		usleep(1000);
+	}
+	assert_int_equal(provider_count(), 6);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(prov.wr_id[i], 10 + i);
+	assert_int_equal(q->bl_len, 0);
+	assert_int_equal(atomic_load(&shim_inject_pending), 0);
+}
+
 /* A split message has chunks in flight when the daemon goes away: the WRs
  * posted next, now unpaced, still wait behind the message's last chunk. */
 static void fail_open_keeps_order_behind_split(void **state)
@@ -488,6 +625,102 @@ static void split_waits_for_earlier_wrs(void **state)
 	assert_ptr_equal(prov.qp[5], &qp);
 	assert_int_equal(prov.wr_id[5], 7);
 	assert_int_equal(atomic_load(&q->st.split[SPLITMSG_ONE_SIDED]), 1);
+	drop_split_qp();
+}
+
+/* A message of 20 chunks: at most a window (4 before any completion was
+ * timed) on the split QP at once, only some of them signaled (every half
+ * window, and the last), each completion retiring every chunk up to it;
+ * the final chunk on the application's QP after them all. */
+static void split_chunks_signal_a_few_per_window(void **state)
+{
+	int split = 0, sig = 0, last_split = -1;
+
+	use_split_qp();
+	post_one_write(7, 20000);
+	assert_int_equal(provider_count(), SPLIT_WINDOW);
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 3000 && !provider_saw(7); i++) {
+		complete_app(8);
+		usleep(1000);
+	}
+	assert_true(provider_saw(7));
+	pthread_mutex_lock(&prov.lock);
+	for (int i = 0; i < prov.n; i++) {
+		if (prov.qp[i] != &split_qp)
+			continue;
+		split++;
+		sig += !!(prov.flags[i] & IBV_SEND_SIGNALED);
+		last_split = i;
+	}
+	assert_int_equal(split, 19);
+	assert_true(prov.flags[last_split] & IBV_SEND_SIGNALED);
+	assert_true(sig <= 19 / 2 + 2);
+	assert_ptr_equal(prov.qp[prov.n - 1], &qp);
+	assert_int_equal(prov.wr_id[prov.n - 1], 7);
+	assert_int_equal(prov.len[prov.n - 1], 1000);
+	pthread_mutex_unlock(&prov.lock);
+	assert_int_equal(q->split.c_done, q->split.c_posted);
+	drop_split_qp();
+}
+
+/* A message's split window never shrinks: chunks posted unsignaled before a
+ * token wait are followed by more up to a signaled one, even when the
+ * window the rate and delay give drops meanwhile below what is in flight
+ * (stopping there would wait forever for completions nobody signaled). */
+static void split_window_never_shrinks_under_a_message(void **state)
+{
+	use_split_qp();
+	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1000 B chunks: 1 ms each */
+	q->split.c_delay_ns = 14000000;                /* window 1 MB/s * 14 ms + 2 = 16 */
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	post_one_write(7, 20000);
+	for (int i = 0; i < 3000 && provider_count() < 6; i++)
+		usleep(1000);
+	/* five or more in flight, none signaled yet (every 8th is) */
+	pthread_mutex_lock(&q->lock);
+	assert_true(q->bl_head && q->bl_head->inflight >= 5);
+	assert_true(q->split.c_since_sig >= 5);
+	q->split.c_delay_ns = 1; /* now the window would be 4 */
+	pthread_mutex_unlock(&q->lock);
+	/* (the daemon stays alive: a stale heartbeat would fail open and
+	 * drain it all unpaced) */
+	for (int i = 0; i < 1000 && !provider_saw(7); i++) {
+		atomic_store(&gseg.g.heartbeat_ns, mono());
+		complete_app(8);
+		usleep(1000);
+	}
+	assert_true(provider_saw(7));
+	assert_int_equal(atomic_load(&q->direct), 0);
+	drop_split_qp();
+}
+
+/* The barrier of a READ message is a zero-length READ with the message's
+ * rkey (which grants READ, not necessarily WRITE: Soft-RoCE failed the QP
+ * on a zero-length WRITE with it); that of a WRITE a zero-length WRITE. */
+static void barrier_has_the_rights_of_the_message(void **state)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 4000 };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = 0x80000, .rkey = 77 } };
+	struct ibv_send_wr *bad = NULL;
+
+	use_split_qp();
+	post_one_write(5, 100);
+	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	assert_int_equal(provider_count(), 2);
+	assert_true(prov.wr_id[1] & 1);
+	assert_int_equal(prov.len[1], 0);
+	assert_int_equal(prov.op[1], IBV_WR_RDMA_READ);
+	assert_int_equal(prov.rkey[1], 77);
+	assert_int_equal(complete_app(8), 1); /* 5; the barrier dropped */
+	post_one_write(7, 4000);
+	assert_true(provider_count() > 2);
 	drop_split_qp();
 }
 
@@ -759,8 +992,20 @@ int main(void)
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_waits_for_earlier_wrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(barrier_lost_sends_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(barrier_has_the_rights_of_the_message, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(split_chunks_signal_a_few_per_window, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(split_window_never_shrinks_under_a_message, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(reset_drops_backlog_and_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(mode_change_seen_on_post, setup, teardown),
+		cmocka_unit_test_setup_teardown(send_queue_counts_what_the_provider_holds, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(barrier_never_costs_the_application_an_entry, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(provider_without_room_keeps_the_backlog, setup,
+						teardown),
 	};
 
 	setenv("JUSTITIA_SOCKET", "/nonexistent/justitiad.sock", 1);

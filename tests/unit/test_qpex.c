@@ -290,13 +290,15 @@ static void abort_discards_and_decision_holds(void **state)
 
 static void batch_without_room_fails_whole(void **state)
 {
-	classic_writes(8, 1, 1000000); /* 1 s each: one goes, seven queue */
+	/* 1 s each: one goes, six queue; max_send_wr 8 leaves room for one
+	 * (the provider holds the first: shim/sq.h) */
+	classic_writes(7, 1, 1000000);
 	ex_writes(2, 20, 100);
 	assert_int_equal(ibv_wr_complete(&qx), ENOMEM);
-	assert_int_equal(q->bl_len, 7);
+	assert_int_equal(q->bl_len, 6);
 	ex_writes(1, 30, 100);
 	assert_int_equal(ibv_wr_complete(&qx), 0);
-	assert_int_equal(q->bl_len, 8);
+	assert_int_equal(q->bl_len, 7);
 	assert_int_equal(q->st.failed_posts, 1);
 	/* a setter before any builder fails the batch: nothing posted */
 	ibv_wr_start(&qx);
@@ -304,7 +306,7 @@ static void batch_without_room_fails_whole(void **state)
 	qx.wr_id = 40;
 	ibv_wr_rdma_write(&qx, 1, 0x8000);
 	assert_int_equal(ibv_wr_complete(&qx), EINVAL);
-	assert_int_equal(q->bl_len, 8);
+	assert_int_equal(q->bl_len, 7);
 	assert_int_equal(q->st.failed_posts, 2);
 }
 
