@@ -5,7 +5,7 @@
  *
  *   integrity [-a DEV] [-b DEV] [-g GID_INDEX] [-S SEED] [--api classic|ex]
  *             [--bytes TOTAL] [--max-size MAX] [--depth N] [--order FILE]
- *             [--corrupt SEQ]
+ *             [--corrupt SEQ] [--overlap ROUNDS]
  *
  * QP A (on -a, default rxe1) is the requester; QP B (on -b, default rxe0)
  * is its RC responder.  A seeded PRNG (-S, default 1) draws each message:
@@ -49,6 +49,15 @@
  * --corrupt SEQ tests the checker itself: one byte in the middle of message
  * SEQ's destination (SEQ counts from 0) is flipped before it is verified,
  * so the run must fail with "corrupted=1".
+ *
+ * --overlap ROUNDS checks the order of overlapping accesses instead (a
+ * split message's chunks travel on another QP than the WRs before it): each
+ * round posts, as one batch, a 4 KiB RDMA WRITE of fresh bytes to the start
+ * of B's region followed by an RDMA READ of MAX bytes of that region, which
+ * must read the WRITE's bytes; then a 4 KiB WRITE followed by a WRITE of MAX
+ * fresh bytes to the same region, which must leave the large WRITE's bytes.
+ * The small WRITEs are unsignaled.  "integrity: overlap rounds=R
+ * stale_reads=N overwritten=N" and OK only when both are 0.
  *
  * rxe's ibv_wr_set_sge_list (rdma-core up to at least v44) takes num_sge
  * times the first SGE's length as the message length, so with --api ex
@@ -134,7 +143,8 @@ static struct {
 	uint64_t seed, bytes;
 	uint32_t max_size;
 	int64_t corrupt;
-} opt = { "rxe1", "rxe0", NULL, 1, 0, 8, 1, 512ull << 20, 64u << 20, -1 };
+	unsigned overlap;
+} opt = { "rxe1", "rxe0", NULL, 1, 0, 8, 1, 512ull << 20, 64u << 20, -1, 0 };
 
 static struct side A, B;
 static struct msg fifo[MAX_DEPTH];
@@ -1002,6 +1012,108 @@ static void run(void)
 		wait_progress();
 }
 
+/* ------------------------------------------------------------ overlap */
+
+#define OVL_SMALL 4096u
+
+/* Post @n WRs (@op[i] of @len[i] bytes from A's @src[i] to / from B's region
+ * start), the last signaled, as one batch; wait for its completion. */
+static void ovl_batch(int n, const enum ibv_wr_opcode *op, uint8_t *const *src,
+		      const uint32_t *len, uint64_t id)
+{
+	struct ibv_sge sg[2];
+	struct ibv_wc wc;
+	double t0 = now_s();
+	int got;
+
+	for (int i = 0; i < n; i++)
+		sg[i] = (struct ibv_sge){ .addr = (uintptr_t)src[i], .length = len[i],
+					  .lkey = A.mr->lkey };
+	if (opt.extended) {
+		ibv_wr_start(A.qpx);
+		for (int i = 0; i < n; i++) {
+			A.qpx->wr_id = id + (uint64_t)i;
+			A.qpx->wr_flags = i + 1 == n ? IBV_SEND_SIGNALED : 0;
+			if (op[i] == IBV_WR_RDMA_READ)
+				ibv_wr_rdma_read(A.qpx, B.mr->rkey, (uintptr_t)B.buf);
+			else
+				ibv_wr_rdma_write(A.qpx, B.mr->rkey, (uintptr_t)B.buf);
+			ibv_wr_set_sge(A.qpx, sg[i].lkey, sg[i].addr, sg[i].length);
+		}
+		if (ibv_wr_complete(A.qpx))
+			fatal("overlap: ibv_wr_complete failed");
+	} else {
+		struct ibv_send_wr wr[2], *bad = NULL;
+
+		memset(wr, 0, sizeof(wr));
+		for (int i = 0; i < n; i++) {
+			wr[i].wr_id = id + (uint64_t)i;
+			wr[i].opcode = op[i];
+			wr[i].send_flags = i + 1 == n ? IBV_SEND_SIGNALED : 0;
+			wr[i].sg_list = &sg[i];
+			wr[i].num_sge = 1;
+			wr[i].wr.rdma.remote_addr = (uintptr_t)B.buf;
+			wr[i].wr.rdma.rkey = B.mr->rkey;
+			wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		}
+		if (ibv_post_send(A.qp, wr, &bad))
+			fatal("overlap: ibv_post_send failed");
+	}
+	while (!(got = ibv_poll_cq(A.cq, 1, &wc))) {
+		if (now_s() - t0 > STALL_SECONDS)
+			fatal("overlap: no completion for %d s", STALL_SECONDS);
+		sched_yield();
+	}
+	if (got < 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id != id + (uint64_t)n - 1)
+		fatal("overlap: completion %s, wr_id %" PRIu64 ", want %" PRIu64,
+		      got < 0 ? "failed" : ibv_wc_status_str(wc.status), wc.wr_id,
+		      id + (uint64_t)n - 1);
+}
+
+/* Fill @len bytes at @p from the PRNG. */
+static void ovl_fill(uint8_t *p, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint64_t w = rnd();
+
+		memcpy(p + i, &w, len - i < 8 ? len - i : 8);
+	}
+}
+
+static void run_overlap(void)
+{
+	uint8_t *small = A.buf, *big = A.buf + opt.max_size;
+	uint64_t stale = 0, overwritten = 0;
+	uint32_t len[2] = { OVL_SMALL, opt.max_size };
+
+	if (opt.max_size < 2 * OVL_SMALL)
+		fatal("--overlap needs --max-size of at least %u", 2 * OVL_SMALL);
+	for (unsigned r = 0; r < opt.overlap; r++) {
+		static const enum ibv_wr_opcode wr_rd[2] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ };
+		static const enum ibv_wr_opcode wr_wr[2] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE };
+		uint8_t *src[2] = { small, big };
+
+		/* a small WRITE, then a large READ of the same bytes */
+		ovl_fill(small, OVL_SMALL);
+		ovl_fill(B.buf, opt.max_size);
+		memset(big, 0, opt.max_size);
+		ovl_batch(2, wr_rd, src, len, 4ull * r);
+		if (memcmp(big, small, OVL_SMALL) ||
+		    memcmp(big + OVL_SMALL, B.buf + OVL_SMALL, opt.max_size - OVL_SMALL))
+			stale++;
+		/* a small WRITE, then a large WRITE of the same bytes */
+		ovl_fill(small, OVL_SMALL);
+		ovl_fill(big, opt.max_size);
+		ovl_batch(2, wr_wr, src, len, 4ull * r + 2);
+		if (memcmp(B.buf, big, opt.max_size))
+			overwritten++;
+	}
+	printf("integrity: overlap api=%s rounds=%u max_size=%u stale_reads=%" PRIu64
+	       " overwritten=%" PRIu64 "\n", opt.extended ? "ex" : "classic", opt.overlap,
+	       opt.max_size, stale, overwritten);
+	st.errors += stale + overwritten;
+}
+
 /* ------------------------------------------------------------ reporting */
 
 static const char *wc_op_name(int op)
@@ -1061,7 +1173,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: integrity [-a DEV] [-b DEV] [-g GID_INDEX] [-S SEED] "
 			"[--api classic|ex] [--bytes TOTAL] [--max-size MAX] [--depth N] "
-			"[--order FILE] [--corrupt SEQ]\n");
+			"[--order FILE] [--corrupt SEQ] [--overlap ROUNDS]\n");
 	exit(2);
 }
 
@@ -1074,6 +1186,7 @@ int main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'D' },
 		{ "order", required_argument, NULL, 'O' },
 		{ "corrupt", required_argument, NULL, 'C' },
+		{ "overlap", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1110,6 +1223,7 @@ int main(int argc, char **argv)
 			break;
 		case 'O': opt.order = optarg; break;
 		case 'C': opt.corrupt = strtoll(optarg, NULL, 0); break;
+		case 'V': opt.overlap = (unsigned)atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -1135,7 +1249,10 @@ int main(int argc, char **argv)
 
 	started = 1;
 	t0 = now_s();
-	run();
+	if (opt.overlap)
+		run_overlap();
+	else
+		run();
 	el = now_s() - t0;
 	write_order();
 
