@@ -16,6 +16,12 @@
 # lookups), as on two hosts.
 #   two       1 MiB + 64 KiB ib_write_bw at once (mode share): each and sum
 #   tput      64 B ib_write_bw (throughput) next to a 1 MiB elephant: ops/s
+#   cpu       the lone 1 MiB ib_write_bw client's CPU (user + system, the
+#             shim's progress thread included) per MB moved
+# Flows that compete start together: both servers listen first, then both
+# clients start (otherwise the first runs alone for a second or two and the
+# "aggregate" is partly a lone flow's).  PARTS selects parts (default all:
+# "lone latency two tput cpu"); ROUNDS (default 5) and SECS (default 5).
 set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/build/justitiad
@@ -23,8 +29,10 @@ C=$PWD/build/justctl
 R=$PWD/build/tests/flowreg
 SHIM=$PWD/build/libjustitia.so
 O=${BENCH_OUT:-/tmp/vm-pacing}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-5}
+PARTS=${PARTS:-lone latency two tput cpu}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 mkdir -p "$O"
 JV_RESULTS=/dev/null JV_OUT=$O . tests/vm/lib.sh
 
@@ -58,18 +66,38 @@ pre() {
 	echo "env LD_PRELOAD=$SHIM JUSTITIA_SOCKET=/run/jp$1/justitiad.sock"
 }
 
-# perf TOOL SIZE MODE TAG [EXTRA...]: one perftest pair, rxe1 -> rxe0, in
-# the background; its client's output in $O/TAG.cli.  Sets PF_SRV PF_CLI.
-perf() {
-	local tool=$1 size=$2 mode=$3 tag=$4 port=$((19000 + RANDOM % 900))
+# srv TOOL SIZE MODE TAG [EXTRA...]: a perftest server on rxe0 in the
+# background, listening when this returns.  Sets PF_SRV PF_PORT.
+srv() {
+	local tool=$1 size=$2 mode=$3 tag=$4
 	shift 4
-	timeout $((SECS + 60)) $(pre 0 "$mode") $tool -d "$RXE_DEV0" -x "$RXE_GID" -p $port \
+	PF_PORT=$((19000 + RANDOM % 900))
+	timeout $((SECS + 60)) $(pre 0 "$mode") $tool -d "$RXE_DEV0" -x "$RXE_GID" -p $PF_PORT \
 		-s "$size" -D "$SECS" "$@" >"$O/$tag.srv" 2>&1 &
 	PF_SRV=$!
-	wait_port $port 30 $PF_SRV >/dev/null 2>&1
-	timeout $((SECS + 60)) $(pre 1 "$mode") $tool -d "$RXE_DEV1" -x "$RXE_GID" -p $port \
-		-s "$size" -D "$SECS" "$@" "$RXE_IP0" >"$O/$tag.cli" 2>&1 &
+	wait_port $PF_PORT 30 $PF_SRV >/dev/null 2>&1
+}
+# cli TOOL SIZE MODE TAG PORT [EXTRA...]: its client on rxe1 in the
+# background; output in $O/TAG.cli, its CPU seconds (user + system, all its
+# threads) in $O/TAG.cpu.  Sets PF_CLI.
+cli() {
+	local tool=$1 size=$2 mode=$3 tag=$4 port=$5
+	shift 5
+	(
+		timeout $((SECS + 60)) $(pre 1 "$mode") $tool -d "$RXE_DEV1" -x "$RXE_GID" \
+			-p $port -s "$size" -D "$SECS" "$@" "$RXE_IP0" >"$O/$tag.cli" 2>&1
+		times | awk 'NR == 2 { u = $1; s = $2; gsub(/[ms]/, " ", u); gsub(/[ms]/, " ", s)
+			split(u, a, " "); split(s, b, " "); print a[1] * 60 + a[2] + b[1] * 60 + b[2] }' \
+			>"$O/$tag.cpu"
+	) &
 	PF_CLI=$!
+}
+# perf TOOL SIZE MODE TAG [EXTRA...]: one perftest pair, rxe1 -> rxe0.
+perf() {
+	local tool=$1 size=$2 mode=$3 tag=$4
+	shift 4
+	srv "$tool" "$size" "$mode" "$tag" "$@"
+	cli "$tool" "$size" "$mode" "$tag" $PF_PORT "$@"
 }
 # col TAG SIZE N: column N of perftest's result line (4: MB/s, 5: Mpps)
 col() { awk -v s="$2" -v c="$3" '$1 == s { print $c; ok = 1 } END { if (!ok) print 0 }' "$O/$1.cli"; }
@@ -96,8 +124,11 @@ echo "== vm-pacing: $ROUNDS rounds of $SECS s, plain then Justitia (mode auto)"
 printf '%-34s %10s %10s %7s\n' setting plain justitia ratio
 row() { printf '%-34s %10s %10s %7s\n' "$1" "$2" "$3" "$(ratio "$3" "$2")"; }
 
+# lone flows (pace mode off); the lone plain ib_write_bw also sets MaxRate
+# for the latency part
 for t in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_send_bw 1048576"; do
 	set -- $t
+	part lone || { [ "$1" = ib_write_bw ] && part latency; } || continue
 	: >"$O/p"; : >"$O/j"
 	for _ in $(seq "$ROUNDS"); do
 		one "$1" "$2" plain >>"$O/p"
@@ -107,6 +138,7 @@ for t in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_send_bw 1048576"; do
 	[ "$1" = ib_write_bw ] && WRITE_PLAIN=$(median <"$O/p")
 done
 for t in rc_bw rc_rdma_write_bw; do
+	part lone || continue
 	: >"$O/p"; : >"$O/j"
 	for _ in $(seq "$ROUNDS"); do
 		qperf_one $t plain >>"$O/p"
@@ -119,6 +151,7 @@ done
 # MaxRate: what a lone 1 MiB ib_write_bw carried plain above (rxe's nominal
 # 10 Gbit/s would grant the elephant far more than the link carries, and
 # the row would measure nothing)
+if part latency; then
 mr=$(awk -v b="${WRITE_PLAIN:-0}" 'BEGIN { printf "%d", b * 8 }')
 if ((mr > 0)); then
 	for n in 0 1; do "$C" -s /run/jp$n/justitiad.sock set max-rate "${mr}Mbit" >/dev/null; done
@@ -148,48 +181,73 @@ done
 a=$(median <"$O/a")
 g=$(median <"$O/g")
 printf '%-34s %10s %10s %7s\n' "latency flow: achieved / granted" "$a" "$g" "$(ratio "$a" "$g")"
-echo "(MaxRate ${mr} Mbit/s, the lone ib_write_bw's plain rate)"
+echo "(MaxRate ${mr} Mbit/s, the lone ib_write_bw's plain rate; below, with no
+latency flow, it only seeds share mode's C when the flows moved nothing yet)"
+fi
+
+# pair BIG_SIZE SMALL_SIZE MODE TAG_BIG TAG_SMALL: two ib_write_bw at once,
+# started together (both servers listen, then both clients start)
+pair() {
+	local s1 s2 p1 p2 c1
+	srv ib_write_bw "$1" "$3" "$4"; s1=$PF_SRV p1=$PF_PORT
+	srv ib_write_bw "$2" "$3" "$5"; s2=$PF_SRV p2=$PF_PORT
+	cli ib_write_bw "$1" "$3" "$4" $p1; c1=$PF_CLI
+	cli ib_write_bw "$2" "$3" "$5" $p2
+	wait $c1 $PF_CLI
+	wait $s1 $s2
+}
 
 # ---- two bandwidth flows, 1 MiB and 64 KiB: shares and aggregate
-two() { # MODE: prints "big small"
-	local s1 c1
-	perf ib_write_bw 1048576 "$1" big
-	s1=$PF_SRV c1=$PF_CLI
-	perf ib_write_bw 65536 "$1" small
-	wait $c1 $PF_CLI
-	wait $s1 $PF_SRV
-	echo "$(col big 1048576 4) $(col small 65536 4)"
-}
-: >"$O/pb"; : >"$O/ps"; : >"$O/jb"; : >"$O/js"; : >"$O/pa"; : >"$O/ja"
+if part two; then
+: >"$O/pb"; : >"$O/ps"; : >"$O/jb"; : >"$O/js"; : >"$O/pa"; : >"$O/ja"; : >"$O/pf"; : >"$O/jf"
 for _ in $(seq "$ROUNDS"); do
-	read -r b s < <(two plain)
-	echo "$b" >>"$O/pb"; echo "$s" >>"$O/ps"; awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/pa"
-	read -r b s < <(two justitia)
-	echo "$b" >>"$O/jb"; echo "$s" >>"$O/js"; awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/ja"
+	for m in plain justitia; do
+		pair 1048576 65536 $m big small
+		b=$(col big 1048576 4) s=$(col small 65536 4)
+		k=${m:0:1}
+		echo "$b" >>"$O/${k}b"; echo "$s" >>"$O/${k}s"
+		awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/${k}a"
+		# fairness of the round: the smaller share over the larger
+		awk -v a="$b" -v b="$s" 'BEGIN { if (a > 0 && b > 0) print (a < b ? a / b : b / a); else print 0 }' >>"$O/${k}f"
+	done
 done
 row "two flows: 1 MiB (MB/s)" "$(median <"$O/pb")" "$(median <"$O/jb")"
 row "two flows: 64 KiB (MB/s)" "$(median <"$O/ps")" "$(median <"$O/js")"
 row "two flows: aggregate (MB/s)" "$(median <"$O/pa")" "$(median <"$O/ja")"
-printf '%-34s %10s %10s\n' "two flows: 64K / 1M share" \
-	"$(ratio "$(median <"$O/ps")" "$(median <"$O/pb")")" \
-	"$(ratio "$(median <"$O/js")" "$(median <"$O/jb")")"
+printf '%-34s %10s %10s\n' "two flows: smaller / larger share" "$(median <"$O/pf")" "$(median <"$O/jf")"
+fi
 
 # ---- a 64 B throughput flow next to a 1 MiB elephant
-tput() { # MODE: prints the 64 B flow's Mpps
-	local s1 c1
-	perf ib_write_bw 1048576 "$1" ele
-	s1=$PF_SRV c1=$PF_CLI
-	perf ib_write_bw 64 "$1" tp
-	wait $c1 $PF_CLI
-	wait $s1 $PF_SRV
-	col tp 64 5
-}
-: >"$O/p"; : >"$O/j"
+if part tput; then
+: >"$O/p"; : >"$O/j"; : >"$O/pe"; : >"$O/je"
 for _ in $(seq "$ROUNDS"); do
-	tput plain >>"$O/p"
-	tput justitia >>"$O/j"
+	for m in plain justitia; do
+		pair 1048576 64 $m ele tp
+		col tp 64 5 >>"$O/${m:0:1}"
+		col ele 1048576 4 >>"$O/${m:0:1}e"
+	done
 done
 row "64 B next to elephant (Mpps)" "$(median <"$O/p")" "$(median <"$O/j")"
+row "... the elephant (MB/s)" "$(median <"$O/pe")" "$(median <"$O/je")"
+fi
+
+# ---- CPU per MB: the lone 1 MiB ib_write_bw client (all its threads, the
+# shim's progress thread included; Soft-RoCE's packet work in its system
+# calls too, for plain and Justitia alike)
+if part cpu; then
+: >"$O/p"; : >"$O/j"
+for _ in $(seq "$ROUNDS"); do
+	for m in plain justitia; do
+		perf ib_write_bw 1048576 $m cpu
+		wait $PF_CLI
+		wait $PF_SRV
+		awk -v c="$(cat "$O/cpu.cpu")" -v b="$(col cpu 1048576 4)" \
+			-v s="$SECS" 'BEGIN { if (b > 0) printf "%.2f\n", c * 1000 / (b * s); else print 0 }' \
+			>>"$O/${m:0:1}"
+	done
+done
+row "client CPU per MB moved (ms/MB)" "$(median <"$O/p")" "$(median <"$O/j")"
+fi
 
 kill -TERM "$JD0" "$JD1" 2>/dev/null
 wait "$JD0" "$JD1" 2>/dev/null
