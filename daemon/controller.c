@@ -343,11 +343,13 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 		for (size_t i = 0; i < n; i++)
 			if (hungry_cls(c->fp[i]->cls))
 				sum += used_bps(c, c->fp[i]);
-		/* what the flows moved together is the best first guess */
-		/* what the flows moved together is the best first guess, else
-		 * MaxRate, else no cap to speak of: the first windows find it */
-		share_start(&c->share, sum > SHARE_MIN_BPS ? (uint64_t)sum
-				       : c->max_rate_bps ? c->max_rate_bps : SHARE_START_BPS, sf, k);
+		/* the more of what the flows moved together and MaxRate (flows
+		 * that just started moved next to nothing: C would start at a
+		 * crawl and climb a window at a time), else no cap to speak
+		 * of: the first windows find it */
+		uint64_t c0 = c->max_rate_bps ? c->max_rate_bps : SHARE_START_BPS;
+
+		share_start(&c->share, sum > (double)c0 ? (uint64_t)sum : c0, sf, k);
 	} else if (window_ended) {
 		uint64_t c_old = c->share.c_bps;
 

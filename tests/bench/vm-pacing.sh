@@ -86,9 +86,12 @@ cli() {
 	(
 		timeout $((SECS + 60)) $(pre 1 "$mode") $tool -d "$RXE_DEV1" -x "$RXE_GID" \
 			-p $port -s "$size" -D "$SECS" "$@" "$RXE_IP0" >"$O/$tag.cli" 2>&1
-		times | awk 'NR == 2 { u = $1; s = $2; gsub(/[ms]/, " ", u); gsub(/[ms]/, " ", s)
+		# (times itself, not in a pipeline: a pipeline's subshell has
+		# no children)
+		times >"$O/$tag.times"
+		awk 'NR == 2 { u = $1; s = $2; gsub(/[ms]/, " ", u); gsub(/[ms]/, " ", s)
 			split(u, a, " "); split(s, b, " "); print a[1] * 60 + a[2] + b[1] * 60 + b[2] }' \
-			>"$O/$tag.cpu"
+			"$O/$tag.times" >"$O/$tag.cpu"
 	) &
 	PF_CLI=$!
 }
@@ -181,6 +184,8 @@ done
 a=$(median <"$O/a")
 g=$(median <"$O/g")
 printf '%-34s %10s %10s %7s\n' "latency flow: achieved / granted" "$a" "$g" "$(ratio "$a" "$g")"
+LAT_CPU=$(awk -v c="$(cat "$O/lat.cpu")" -v b="$a" -v s="$SECS" \
+	'BEGIN { if (b > 0) printf "%.2f", c * 1000 / (b * s); else print 0 }')
 echo "(MaxRate ${mr} Mbit/s, the lone ib_write_bw's plain rate; below, with no
 latency flow, it only seeds share mode's C when the flows moved nothing yet)"
 fi
@@ -247,6 +252,8 @@ for _ in $(seq "$ROUNDS"); do
 	done
 done
 row "client CPU per MB moved (ms/MB)" "$(median <"$O/p")" "$(median <"$O/j")"
+[ -n "${LAT_CPU:-}" ] &&
+	printf '%-34s %10s %10s\n' "... split and paced, last latency round" "" "$LAT_CPU"
 fi
 
 kill -TERM "$JD0" "$JD1" 2>/dev/null

@@ -109,9 +109,9 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 		for (uint32_t i = 0; i < n; i++)
 			if (hungry(cls[i]))
 				sum += used_bps(s, cls[i], i);
-		share_start(&s->st, sum > SHARE_MIN_BPS ? (uint64_t)sum
-				    : s->max_rate_bps ? s->max_rate_bps : SHARE_MIN_BPS,
-			    s->sf, k);
+		uint64_t c0 = s->max_rate_bps ? s->max_rate_bps : SHARE_START_BPS;
+
+		share_start(&s->st, sum > (double)c0 ? (uint64_t)sum : c0, s->sf, k);
 	} else if (window_ended) {
 		share_update(&s->st, s->sf, k);
 	} else {
