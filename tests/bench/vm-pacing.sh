@@ -15,7 +15,11 @@
 # The daemons are each other's peers (reference flow every 5 ms, split-QP
 # lookups), as on two hosts.
 #   two       1 MiB + 64 KiB ib_write_bw at once (mode share): each and sum
-#   tput      64 B ib_write_bw (throughput) next to a 1 MiB elephant: ops/s
+#   tput      64 B ib_write_bw (throughput) next to a 1 MiB elephant: ops/s;
+#             with Justitia the 64 B flow is JUSTITIA_CLASS=tput and the
+#             daemons' max_ops is what a lone 64 B flow did plain (TokenOps
+#             then values an operation at what the NIC really does), as
+#             max_rate is for bytes
 #   cpu       the lone 1 MiB ib_write_bw client's CPU (user + system, the
 #             shim's progress thread included) per MB moved
 # Flows that compete start together: both servers listen first, then both
@@ -40,30 +44,42 @@ JV_RESULTS=/dev/null JV_OUT=$O . tests/vm/lib.sh
 # two hosts would be; RefPeriod 5 ms as in 55-isolation
 head -c 32 /dev/urandom | base64 >"$O/secret"
 chmod 600 "$O/secret"
-for n in 0 1; do
-	dev=RXE_DEV$n
-	me=RXE_IP$n peer=RXE_IP$((1 - n))
-	cat >"$O/jd$n.json" <<EOT
-{ "runtime_dir": "/run/jp$n", "log_level": "warn", "qpwatch": false,
-  "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID } ],
+# daemons_up [DEVICE_EXTRA]: both daemons, DEVICE_EXTRA added to their
+# device object (e.g. '"max_ops": 30000')
+daemons_up() {
+	local n dev me peer
+	for n in 0 1; do
+		dev=RXE_DEV$n
+		me=RXE_IP$n peer=RXE_IP$((1 - n))
+		cat >"$O/jd$n.json" <<EOT
+{ "runtime_dir": "/run/jp$n", "log_level": "${BENCH_LOG:-warn}", "debug": [ ${BENCH_DEBUG:-} ],
+  "qpwatch": false,
+  "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID ${1:+, $1} } ],
   "reference": { "listen_address": "${!me}", "period_us": 5000,
                  "peers": [ { "address": "${!peer}", "device": "${!dev}" } ],
                  "secret_file": "$O/secret" } }
 EOT
-	"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
-	eval "JD$n=$!"
-done
-for n in 0 1; do
-	for _ in $(seq 100); do [ -S /run/jp$n/justitiad.sock ] && break; sleep 0.05; done
-done
+		"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
+		eval "JD$n=$!"
+	done
+	for n in 0 1; do
+		for _ in $(seq 100); do [ -S /run/jp$n/justitiad.sock ] && break; sleep 0.05; done
+	done
+}
+daemons_down() {
+	kill -TERM "$JD0" "$JD1" 2>/dev/null
+	wait "$JD0" "$JD1" 2>/dev/null
+}
+daemons_up
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
 
-# pre SIDE MODE: the command prefix of one side (0 server, 1 client)
+# pre SIDE MODE: the command prefix of one side (0 server, 1 client);
+# $XENV (VAR=VALUE...) is added under Justitia
 pre() {
 	[ "$2" = plain ] && return
-	echo "env LD_PRELOAD=$SHIM JUSTITIA_SOCKET=/run/jp$1/justitiad.sock"
+	echo "env LD_PRELOAD=$SHIM JUSTITIA_SOCKET=/run/jp$1/justitiad.sock ${XENV:-}"
 }
 
 # srv TOOL SIZE MODE TAG [EXTRA...]: a perftest server on rxe0 in the
@@ -190,14 +206,16 @@ echo "(MaxRate ${mr} Mbit/s, the lone ib_write_bw's plain rate; below, with no
 latency flow, it only seeds share mode's C when the flows moved nothing yet)"
 fi
 
-# pair BIG_SIZE SMALL_SIZE MODE TAG_BIG TAG_SMALL: two ib_write_bw at once,
-# started together (both servers listen, then both clients start)
+# pair BIG_SIZE SMALL_SIZE MODE TAG_BIG TAG_SMALL [SMALL_XENV]: two
+# ib_write_bw at once, started together (both servers listen, then both
+# clients start); SMALL_XENV: the second flow's $XENV.  (BENCH_LOG=debug
+# BENCH_DEBUG='"ctrl"' log the controller's windows in $O/jd*.log.)
 pair() {
 	local s1 s2 p1 p2 c1
 	srv ib_write_bw "$1" "$3" "$4"; s1=$PF_SRV p1=$PF_PORT
-	srv ib_write_bw "$2" "$3" "$5"; s2=$PF_SRV p2=$PF_PORT
+	XENV=${6:-} srv ib_write_bw "$2" "$3" "$5"; s2=$PF_SRV p2=$PF_PORT
 	cli ib_write_bw "$1" "$3" "$4" $p1; c1=$PF_CLI
-	cli ib_write_bw "$2" "$3" "$5" $p2
+	XENV=${6:-} cli ib_write_bw "$2" "$3" "$5" $p2
 	wait $c1 $PF_CLI
 	wait $s1 $s2
 }
@@ -224,16 +242,26 @@ fi
 
 # ---- a 64 B throughput flow next to a 1 MiB elephant
 if part tput; then
+# what a lone 64 B flow does, plain: the daemons' max_ops
+: >"$O/p"
+for _ in $(seq 3); do
+	one ib_write_bw 64 plain >/dev/null
+	col lone 64 5 >>"$O/p"
+done
+mops=$(awk -v m="$(median <"$O/p")" 'BEGIN { printf "%d", m * 1e6 }')
+daemons_down
+daemons_up "\"max_ops\": $mops${mr:+, \"max_rate\": \"${mr}Mbit\"}"
 : >"$O/p"; : >"$O/j"; : >"$O/pe"; : >"$O/je"
 for _ in $(seq "$ROUNDS"); do
 	for m in plain justitia; do
-		pair 1048576 64 $m ele tp
+		pair 1048576 64 $m ele tp JUSTITIA_CLASS=tput
 		col tp 64 5 >>"$O/${m:0:1}"
 		col ele 1048576 4 >>"$O/${m:0:1}e"
 	done
 done
 row "64 B next to elephant (Mpps)" "$(median <"$O/p")" "$(median <"$O/j")"
 row "... the elephant (MB/s)" "$(median <"$O/pe")" "$(median <"$O/je")"
+echo "(max_ops $mops, a lone 64 B flow's plain rate; the 64 B flow JUSTITIA_CLASS=tput)"
 fi
 
 # ---- CPU per MB: the lone 1 MiB ib_write_bw client (all its threads, the
@@ -256,5 +284,4 @@ row "client CPU per MB moved (ms/MB)" "$(median <"$O/p")" "$(median <"$O/j")"
 	printf '%-34s %10s %10s\n' "... split and paced, last latency round" "" "$LAT_CPU"
 fi
 
-kill -TERM "$JD0" "$JD1" 2>/dev/null
-wait "$JD0" "$JD1" 2>/dev/null
+daemons_down
