@@ -230,22 +230,23 @@ fuzz: $(FUZZERS)
 $(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< -ljansson
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
+		-MMD -MP -MF $@.d -o $@ $< -ljansson
 
 # The daemon channel's message layer lives in an event loop: it needs libev.
 $(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c tests/fuzz/fuzz.h $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
-		-ljansson -lev -pthread
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
+		-MMD -MP -MF $@.d -o $@ $< -ljansson -lev -pthread
 
 # The split protocol's fuzzer runs the shim's modules against a fake
 # provider (tests/splitfake.h): it needs what the shim links.
 $(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/fuzz/fuzz.h tests/splitfake.h $(B)/.flags
 	$(call msg,FUZZ,$@)
 	@mkdir -p $(dir $@)
-	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -o $@ $< \
-		$(SHIM_LIBS)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
+		-MMD -MP -MF $@.d -o $@ $< $(SHIM_LIBS)
 
 # ---------------------------------------------------------------- check / demo
 # Both README commands start by installing what is missing (tools/install-deps),
@@ -317,3 +318,5 @@ clean:
 .PHONY: all bench fuzz check check-unit demo install uninstall clean FORCE
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+# the fuzzers' dependencies (they #include the modules they fuzz)
+-include $(wildcard $(B)/fuzz/*.d)

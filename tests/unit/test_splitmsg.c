@@ -104,7 +104,15 @@ static void wire_rejects_what_no_shim_sends(void **state)
 	assert_int_equal(decode_edited(h, 6, SPLITMSG_ONE_SIDED), -EPROTO);
 	assert_int_equal(decode_edited(h, 6, 3), -EPROTO);
 	assert_int_equal(decode_edited(go, 6, 2), -EPROTO);
-	/* more segments than a READY may carry, or than were received */
+	/* more segments than a READY may carry (in a buffer long enough for
+	 * them: not the length check's doing), or than were received */
+	n = wire_encode(b, &go);
+	b[7] = SPLITMSG_MAX_SEG + 1;
+	assert_true(WIRE_FIXED + (SPLITMSG_MAX_SEG + 1) * WIRE_SEG <= sizeof(b));
+	assert_int_equal(wire_decode(b, WIRE_FIXED + (SPLITMSG_MAX_SEG + 1) * WIRE_SEG, &r),
+			 -EPROTO);
+	b[7] = SPLITMSG_MAX_SEG;
+	assert_int_equal(wire_decode(b, WIRE_FIXED + SPLITMSG_MAX_SEG * WIRE_SEG, &r), 0);
 	assert_int_equal(decode_edited(go, 7, SPLITMSG_MAX_SEG + 1), -EPROTO);
 	assert_int_equal(decode_edited(go, 7, 255), -EPROTO);
 	assert_int_equal(decode_edited(go, 7, 3), -EPROTO);
