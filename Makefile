@@ -131,7 +131,7 @@ $(DAEMON): $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
-$(JUSTCTL): $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_metrics.o $(COMMON_OBJS)
+$(JUSTCTL): $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_metrics.o $(B)/obj/common/proto.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Logging for justitiad and justctl (OpenSMTPD style).  Not for the shim,
- * which has its own silent-by-default logger.
+/* Logging for justitiad (OpenSMTPD style).  Not for justctl, which prints
+ * to its terminal, nor for the shim, which has its own silent-by-default
+ * logger.
  *   log_warn*()  adds ": strerror(errno)", log_warnx*() does not;
  *   fatal()/fatalx() log and exit(1).  All of them preserve errno.
  * Messages go to stderr.  Under systemd (JOURNAL_STREAM names our stderr)

@@ -26,6 +26,7 @@
 #include "justitiad.h"
 #include "log.h"
 #include "qpwatch.h"
+#include "rate.h"
 #include "splitq.h"
 
 #define CLIENT_MAGIC 0x4354434cu /* "CTCL" */
@@ -379,7 +380,7 @@ static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 			bps = (uint64_t)json_integer_value(rate);
 		else if (json_is_string(rate) && config_parse_rate(json_string_value(rate), &bps))
 			bps = 0;
-		if (bps < 1000000 || bps > 1600000000000ULL || (dev && !json_is_string(dev))) {
+		if (bps < RATE_MIN_BPS || bps > RATE_MAX_BPS || (dev && !json_is_string(dev))) {
 			json_decref(changed);
 			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
 						 "max_rate must be 1Mbit..1.6Tbit (bits/s or \"25Gbit\")");

@@ -54,9 +54,7 @@ static void grant(struct tokens_flow *f, const struct tokens_params *p, unsigned
 {
 	unsigned __int128 v;
 
-	f->chunk_bytes = p->chunk_bytes;
 	if (f->cls == FLOW_CLASS_BANDWIDTH) {
-		f->flags = JST_F_PACE | JST_F_SPLIT;
 		if (!p->safe_util_bps || !den)
 			return;
 		v = (unsigned __int128)p->safe_util_bps * num / den;
@@ -66,7 +64,6 @@ static void grant(struct tokens_flow *f, const struct tokens_params *p, unsigned
 		f->wait_ns = (uint64_t)v;
 		return;
 	}
-	f->flags = JST_F_PACE;
 	if (!p->safe_util_bps || !den || !p->token_bytes)
 		return;
 	v = (unsigned __int128)p->safe_util_bps * p->token_ops * num / (den * 8u * p->token_bytes);
@@ -84,7 +81,6 @@ static void grant(struct tokens_flow *f, const struct tokens_params *p, unsigned
 static struct grant_cache {
 	uint64_t epoch;
 	uint64_t rate_bps, ops_per_s, wait_ns;
-	uint32_t flags;
 } cache[2][2][CACHE_WEIGHTS];
 static uint64_t cache_epoch;
 
@@ -109,14 +105,13 @@ static void distribute_flows(struct tokens_flow *f, size_t n, const struct token
 			f[i].rate_bps = g->rate_bps;
 			f[i].ops_per_s = g->ops_per_s;
 			f[i].wait_ns = g->wait_ns;
-			f[i].flags = g->flags;
 			continue;
 		}
 		grant(&f[i], p, w, f[i].active ? W : W + w);
 		if (g)
 			*g = (struct grant_cache){ .epoch = cache_epoch, .rate_bps = f[i].rate_bps,
 						   .ops_per_s = f[i].ops_per_s,
-						   .wait_ns = f[i].wait_ns, .flags = f[i].flags };
+						   .wait_ns = f[i].wait_ns };
 	}
 }
 
@@ -170,8 +165,6 @@ void tokens_distribute(struct tokens_flow *f, size_t n, const struct tokens_para
 		f[i].rate_bps = 0;
 		f[i].ops_per_s = 0;
 		f[i].wait_ns = 0;
-		f[i].flags = 0;
-		f[i].chunk_bytes = p->chunk_bytes;
 	}
 	if (p->one_per_app)
 		distribute_apps(f, n, p);

@@ -32,8 +32,8 @@ struct tokens_flow {
 	uint64_t rate_bps;            /* bandwidth flows; 0 = unpaced */
 	uint64_t ops_per_s;           /* throughput flows; 0 = unpaced */
 	uint64_t wait_ns;             /* Appendix D hint between chunks / ops */
-	uint32_t flags;               /* JST_F_* */
-	uint32_t chunk_bytes;
+	/* (a flow's flags and chunk are flows.c's: published on registration,
+	 * update, and when latency flows come and go) */
 };
 
 struct tokens_params {

@@ -57,19 +57,25 @@ static struct {
 
 void shim_client_init(void)
 {
+	/* the class names (in enum order) and their short forms */
+	static const char *const names[] = { JST_CLASS_NAME_LIST };
+	static const char *const short_names[] = { "lat", "tput", "bw" };
 	const char *c = secure_getenv("JUSTITIA_CLASS");
 
+	_Static_assert(sizeof(names) / sizeof(names[0]) == JST_CLASS_COUNT &&
+			       sizeof(short_names) / sizeof(short_names[0]) == JST_CLASS_COUNT,
+		       "a short name per class");
+	cl.cls_hint = NULL;
 	if (!c || !*c)
-		cl.cls_hint = NULL;
-	else if (!strcmp(c, "auto"))
+		return;
+	if (!strcmp(c, "auto")) {
 		shim_classify_auto = 1;
-	else if (!strcmp(c, "lat") || !strcmp(c, "latency"))
-		cl.cls_hint = "latency";
-	else if (!strcmp(c, "tput") || !strcmp(c, "throughput"))
-		cl.cls_hint = "throughput";
-	else if (!strcmp(c, "bw") || !strcmp(c, "bandwidth"))
-		cl.cls_hint = "bandwidth";
-	else
+		return;
+	}
+	for (int i = 0; i < JST_CLASS_COUNT; i++)
+		if (!strcmp(c, short_names[i]) || !strcmp(c, names[i]))
+			cl.cls_hint = names[i];
+	if (!cl.cls_hint)
 		shim_log("JUSTITIA_CLASS=%s is not lat|tput|bw|auto: ignored", c);
 }
 

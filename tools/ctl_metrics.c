@@ -6,6 +6,8 @@
  * (a process's comm is its own choice) are escaped as the format says. */
 #include "ctl_metrics.h"
 
+#include "shm_abi.h"
+
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
@@ -164,7 +166,7 @@ static void per_flow(FILE *out, const json_t *flows)
 
 void ctl_metrics_write(const json_t *st, const json_t *flows, bool with_flows, FILE *out)
 {
-	static const char *const classes[] = { "latency", "throughput", "bandwidth" };
+	static const char *const classes[] = { JST_CLASS_NAME_LIST };
 	const char *s;
 	uint64_t v;
 
