@@ -74,20 +74,17 @@ static void warn_limited(struct ctl *c, int kind, const char *fmt, ...)
 
 static void client_flush(struct ctl_client *cl)
 {
-	while (cl->out_len) {
-		ssize_t n = send(cl->fd, cl->out, cl->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	size_t before = cl->out_len;
+	int rc = proto_out_flush(cl->fd, cl->out, &cl->out_len);
 
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				break;
-			log_debug(LOG_SS_CTL, "pid %d: send: %s", (int)cl->pid, strerror(errno));
-			client_close(cl);
-			return;
-		}
-		memmove(cl->out, cl->out + n, cl->out_len - (size_t)n);
-		cl->out_len -= (size_t)n;
-		cl->ctl->out_total -= (size_t)n;
+	if (cl->out_len != before) {
+		cl->ctl->out_total -= before - cl->out_len;
 		cl->stuck_ns = 0; /* progress */
+	}
+	if (rc < 0) {
+		log_debug(LOG_SS_CTL, "pid %d: send: %s", (int)cl->pid, strerror(-rc));
+		client_close(cl);
+		return;
 	}
 	if (cl->out_len) {
 		if (!cl->stuck_ns)
@@ -107,6 +104,7 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 {
 	size_t len, off = 0;
 	char *line = proto_encode(msg, &len);
+	int rc;
 
 	json_decref(msg);
 	if (!line) {
@@ -125,32 +123,20 @@ static void client_reply(struct ctl_client *cl, json_t *msg, const int *fds, int
 		}
 		off = (size_t)n;
 	}
-	if (cl->out_len + len - off > OUT_MAX ||
-	    cl->ctl->out_total + len - off > OUT_TOTAL_MAX) {
+	rc = cl->ctl->out_total + len - off > OUT_TOTAL_MAX
+		     ? -ENOBUFS
+		     : proto_out_append(&cl->out, &cl->out_len, &cl->out_cap, line + off, len - off,
+					OUT_MAX);
+	free(line);
+	if (rc == -ENOBUFS)
 		warn_limited(cl->ctl, W_UNREAD,
 			     "pid %d (uid %u) does not read its replies (%zu bytes unsent); "
 			     "disconnecting", (int)cl->pid, (unsigned)cl->uid, cl->out_len);
-		free(line);
+	if (rc) {
 		client_close(cl);
 		return;
 	}
-	if (cl->out_len + len - off > cl->out_cap) {
-		size_t cap = cl->out_len + len - off + 4096;
-		char *p = realloc(cl->out, cap);
-
-		if (!p) {
-			free(line);
-			client_close(cl);
-			return;
-		}
-		cl->out = p;
-		cl->out_cap = cap;
-	}
-	if (len > off) /* sendmsg() may have taken it all: cl->out can still be NULL */
-		memcpy(cl->out + cl->out_len, line + off, len - off);
-	cl->out_len += len - off;
 	cl->ctl->out_total += len - off;
-	free(line);
 	client_flush(cl);
 }
 
