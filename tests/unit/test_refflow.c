@@ -166,6 +166,21 @@ static void endpoint_integers(void **state)
 	}
 }
 
+/* daemon/rdma.c: a port's nominal rate from its speed and width codes,
+ * as ibv_devinfo prints them (MaxRate "link" until a calibration). */
+static void link_rates(void **state)
+{
+	(void)state;
+	assert_int_equal(rdma_link_bps(32, 2), 100000000000ull);  /* EDR x4: 100 GbE */
+	assert_int_equal(rdma_link_bps(64, 2), 200000000000ull);  /* HDR x4 */
+	assert_int_equal(rdma_link_bps(8, 1), 10000000000ull);    /* FDR10 x1: 10 GbE */
+	assert_int_equal(rdma_link_bps(1, 1), 2500000000ull);     /* SDR x1 (rxe says so) */
+	assert_int_equal(rdma_link_bps(16, 4), 112000000000ull);  /* FDR x8 */
+	assert_int_equal(rdma_link_bps(128, 16), 200000000000ull); /* NDR x2 */
+	assert_int_equal(rdma_link_bps(3, 2), 0);                 /* not a speed */
+	assert_int_equal(rdma_link_bps(32, 3), 0);                /* not a width */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +188,7 @@ int main(void)
 		cmocka_unit_test(per_connection),
 		cmocka_unit_test(all_hosts),
 		cmocka_unit_test(endpoint_integers),
+		cmocka_unit_test(link_rates),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
