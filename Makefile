@@ -240,6 +240,13 @@ $(B)/fuzz/fuzz_peer: tests/fuzz/fuzz_peer.c tests/fuzz/fuzz.h $(B)/.flags
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
 		-MMD -MP -MF $@.d -o $@ $< -ljansson -lev -pthread
 
+# The endpoint parser lives with the daemon's own verbs: it needs libibverbs.
+$(B)/fuzz/fuzz_endpoint: tests/fuzz/fuzz_endpoint.c tests/fuzz/fuzz.h $(B)/.flags
+	$(call msg,FUZZ,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
+		-MMD -MP -MF $@.d -o $@ $< -ljansson -libverbs
+
 # The split protocol's fuzzer runs the shim's modules against a fake
 # provider (tests/splitfake.h): it needs what the shim links.
 $(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/fuzz/fuzz.h tests/splitfake.h $(B)/.flags
