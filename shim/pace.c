@@ -737,7 +737,8 @@ static int64_t order_wait_locked(struct shim_qp *q, struct pend_wr *p, uint64_t 
 	return (int64_t)q->ord_deadline_ns;
 }
 
-/* @q's backlog waits for a token at @now: what @p costs was not there. */
+/* @q's backlog stopped at @now for a token due in @wait ns: the wait is
+ * the grant's, counted in token_wait_ns (drain_locked()). */
 static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
 {
 	/* (the clock again: @now was read before the drain's posts, and a
