@@ -32,7 +32,7 @@
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
 #define BURST_NS 200000ull           /* tokens a quiet flow may bank */
-#define LATE_NS 2000000ull           /* ... plus this much for a late wake-up */
+#define LATE_NS 4000000ull           /* ... plus this much for a late wake-up */
 #define APP_POLL_NS 1000000ull       /* the app polled this recently: it paces */
 #define ORDER_WAIT_NS 100000000ull   /* an ordering barrier's completion, at most */
 #define BACKLOG_MAX 65536            /* when max_send_wr is unknown */
