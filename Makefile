@@ -247,6 +247,16 @@ $(B)/fuzz/fuzz_endpoint: tests/fuzz/fuzz_endpoint.c tests/fuzz/fuzz.h $(B)/.flag
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
 		-MMD -MP -MF $@.d -o $@ $< -ljansson -libverbs
 
+# The control socket's fuzzer drives ctl.c with the daemon's other modules
+# from the main build (as test_ctl does).
+FUZZ_CTL_OBJS := $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/ctl.o,$(DAEMON_OBJS)) \
+	$(COMMON_OBJS)
+$(B)/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz.h $(FUZZ_CTL_OBJS) $(B)/.flags
+	$(call msg,FUZZ,$@)
+	@mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon -Idaemon \
+		-I$(B)/bpf -MMD -MP -MF $@.d -o $@ $< $(FUZZ_CTL_OBJS) $(DAEMON_LIBS) $(LDFLAGS)
+
 # The split protocol's fuzzer runs the shim's modules against a fake
 # provider (tests/splitfake.h): it needs what the shim links.
 $(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/fuzz/fuzz.h tests/splitfake.h $(B)/.flags
