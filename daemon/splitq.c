@@ -51,16 +51,15 @@ static void serve_lookup(struct peer_ctx *pc, struct peer *p, const struct peer_
 {
 	struct daemon *d = arg;
 	const char *gid;
-	json_int_t qpn;
-	json_error_t err;
+	uint32_t qpn;
+	char err[160];
 	int64_t split;
 
-	if (json_unpack_ex(args, &err, JSON_STRICT, "{s:s, s:I}", "gid", &gid, "qpn", &qpn) ||
-	    qpn < 0 || qpn > 0xffffff) {
-		peer_reply_error(pc, rq, "bad_request", "split_lookup: %s", err.text);
+	if (splitq_parse_lookup(args, &gid, &qpn, err, sizeof(err))) {
+		peer_reply_error(pc, rq, "bad_request", "split_lookup: %s", err);
 		return;
 	}
-	split = flows_split_of(&d->flows, gid, (uint32_t)qpn);
+	split = flows_split_of(&d->flows, gid, qpn);
 	log_debug(LOG_SS_FLOW, "peer %s asks for the split QP of %s/%lld: %lld", p->name, gid,
 		  (long long)qpn, (long long)split);
 	peer_reply(pc, rq, json_pack("{s:o}", "split_qpn",

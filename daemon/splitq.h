@@ -12,14 +12,37 @@
 #ifndef JUSTITIAD_SPLITQ_H
 #define JUSTITIAD_SPLITQ_H
 
+#include <errno.h>
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct daemon;
 
 /* @split_qpn: the peer's split QP, or -1 with @why. */
 typedef void (*splitq_cb)(struct daemon *d, void *arg, int64_t split_qpn, const char *why);
 
+/* The arguments of a peer daemon's "split_lookup" ({"gid", "qpn"}, strict):
+ * 0, or -EINVAL with why in @err.  *gid points into @args.  (Here, alone,
+ * so that tests/fuzz/fuzz_endpoint.c fuzzes it without the daemon.) */
+static inline int splitq_parse_lookup(json_t *args, const char **gid, uint32_t *qpn, char *err,
+				      size_t errlen)
+{
+	json_error_t je;
+	json_int_t n;
+
+	if (json_unpack_ex(args, &je, JSON_STRICT, "{s:s, s:I}", "gid", gid, "qpn", &n)) {
+		snprintf(err, errlen, "%s", je.text);
+		return -EINVAL;
+	}
+	if (n < 0 || n > 0xffffff) {
+		snprintf(err, errlen, "qpn %lld is not a QP number", (long long)n);
+		return -EINVAL;
+	}
+	*qpn = (uint32_t)n;
+	return 0;
+}
 /* Serve "split_lookup" for the other daemons (when the channel exists). */
 void splitq_init(struct daemon *d);
 /* Calls @cb exactly once, now or later. */
