@@ -1071,18 +1071,25 @@ int shim_pace_post_wr_api(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_
 
 int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg)
 {
-	uint64_t nap = 20000;
+	uint64_t nap = 20000, start = clock_now_ns();
 	int rc;
 
 	pthread_mutex_lock(&q->lock);
 	while (q->bl_head) {
-		uint64_t now = clock_now_ns(), due;
+		uint64_t now = clock_now_ns(), due, left;
 		struct timespec ts = { 0, 0 };
 
 		due = service_locked(q, now);
 		if (!q->bl_head)
 			break;
+		if (now - start >= SHIM_IDLE_WAIT_NS) {
+			pthread_mutex_unlock(&q->lock);
+			return ENOMEM; /* as a full send queue: nothing posted */
+		}
 		pthread_mutex_unlock(&q->lock);
+		left = start + SHIM_IDLE_WAIT_NS - now;
+		if (nap > left)
+			nap = left;
 		ts.tv_nsec = (long)(due > now && due - now < nap ? due - now : nap);
 		nanosleep(&ts, NULL);
 		if (nap < 1000000)

@@ -93,7 +93,10 @@ int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 int shim_pace_post_wr_api(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 /* Call @fn(@arg) under @q's lock as soon as nothing is queued on @q, so that
  * what @fn posts goes behind everything posted before; returns what @fn
- * returned.  Until then it helps drain the backlog and sleeps. */
+ * returned.  Until then it helps drain the backlog and sleeps, for at most
+ * SHIM_IDLE_WAIT_NS: then it returns ENOMEM without calling @fn, as a full
+ * send queue would refuse the post (libjustitia.7). */
+#define SHIM_IDLE_WAIT_NS 10000000ull
 int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg);
 /* (shim_pace_queued: QPs with a backlog; ibv_poll_cq looks at this one
  * counter.) */

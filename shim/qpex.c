@@ -20,7 +20,8 @@
  *     ibv_post_send posts.  A batch holding a WR that has no classic form
  *     (ATOMIC_WRITE, TSO) waits instead until nothing is queued ahead of it
  *     and then goes through the provider's own functions, unsplit, charged
- *     afterwards.
+ *     afterwards; if the backlog needs longer than SHIM_IDLE_WAIT_NS it
+ *     fails whole with ENOMEM, as a full send queue would.
  *
  * The shim holds a critical region of its own from ibv_wr_start to
  * ibv_wr_complete/abort (wrbuf_enter), since a buffered batch never enters
@@ -90,7 +91,8 @@ static int replay(void *arg)
 }
 
 /* ibv_wr_complete of a buffered batch.  A batch that failed while it was
- * built posts nothing, as natively; so does one the backlog has no room for.
+ * built posts nothing, as natively; so does one the backlog has no room for,
+ * and a special one the backlog keeps waiting too long (ENOMEM).
  * If the provider refuses a WR, those before it are posted (they complete as
  * usual) and it and those after it are not, as with ibv_post_send. */
 static int complete_buffered(struct shim_qp *q, struct ibv_qp_ex *qpx)

@@ -5,7 +5,8 @@
  * classic posts left, paced and split like them and counted as wr_api; abort
  * discards it; the way a batch goes is fixed at ibv_wr_start; a batch the
  * backlog cannot hold fails whole; a batch holding an ATOMIC_WRITE waits for
- * the backlog and then goes through the provider's own functions; a direct
+ * the backlog and then goes through the provider's own functions, for at
+ * most SHIM_IDLE_WAIT_NS (then ENOMEM); a direct
  * QP is passed through as before. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -338,6 +339,42 @@ static void atomic_write_waits_for_backlog_then_replays(void **state)
 	assert_int_equal(q->st.op[STATS_OP_RDMA_WRITE].bytes, 4000 + 100);
 }
 
+/* A backlog that needs longer than SHIM_IDLE_WAIT_NS: ibv_wr_complete does
+ * not wait for it but fails the batch whole with ENOMEM, as a full send queue
+ * would; once the backlog is gone, the same batch goes through. */
+static void atomic_write_wait_is_bounded(void **state)
+{
+	uint64_t v = 1, t0 = mono(), t;
+	int rc, tries = 0;
+
+	classic_writes(8, 1, 5000); /* ~39 ms of backlog */
+	ibv_wr_start(&qx);
+	qx.wr_id = 51;
+	ibv_wr_atomic_write(&qx, 1, 0x9000, &v);
+	assert_int_equal(ibv_wr_complete(&qx), ENOMEM);
+	t = mono();
+	assert_true(t - t0 >= SHIM_IDLE_WAIT_NS);
+	assert_true(t - t0 < 35000000); /* it did not wait for the whole backlog */
+	assert_non_null(q->bl_head);
+	assert_int_equal(q->st.failed_posts, 1);
+	assert_null(strstr(prov.trace, "awrite"));
+	for (int i = 0; i < provider_count(); i++)
+		assert_int_equal(prov.w[i].ex, 0);
+	/* the application retries, as after a full send queue */
+	do {
+		ibv_wr_start(&qx);
+		qx.wr_id = 52;
+		ibv_wr_atomic_write(&qx, 1, 0x9000, &v);
+		rc = ibv_wr_complete(&qx);
+	} while (rc == ENOMEM && ++tries < 100);
+	assert_int_equal(rc, 0);
+	assert_null(q->bl_head);
+	assert_int_equal(provider_count(), 9);
+	assert_int_equal(prov.w[8].wr_id, 52);
+	assert_int_equal(prov.w[8].ex, 1);
+	assert_string_equal(prov.trace, "start;awrite;complete;");
+}
+
 static void large_write_is_split(void **state)
 {
 	q->split.qp = &split_qp;
@@ -371,6 +408,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(abort_discards_and_decision_holds, setup, teardown),
 		cmocka_unit_test_setup_teardown(batch_without_room_fails_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(atomic_write_waits_for_backlog_then_replays, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(atomic_write_wait_is_bounded, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(large_write_is_split, setup, teardown),
 	};
