@@ -581,9 +581,14 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k, uint32_t
 	if (k != final_chunk(p)) {
 		rc = post_split(q, p, &w, last, window);
 	} else {
-		/* known before it can complete: the app may be polling */
-		splitmsg_tx_final(q, p->wr.wr_id, wc_opcode(p->wr.opcode), (uint32_t)len,
-				  p->cost_bytes);
+		/* known before it can complete: the app may be polling.  An
+		 * unsignaled final never completes successfully: nothing to
+		 * remember, nothing a later WR could be mistaken for */
+		int fin = signaled(q, &w);
+
+		if (fin)
+			splitmsg_tx_final(q, p->wr.wr_id, wc_opcode(p->wr.opcode), (uint32_t)len,
+					  p->cost_bytes);
 		rc = post_app_qp(q, &w, &bad);
 		if (!rc) {
 			atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
@@ -593,7 +598,7 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k, uint32_t
 
 			atomic_fetch_add_explicit(&q->st.split[p->kind], 1, memory_order_relaxed);
 			shim_ops_publish(q, cnt, bytes);
-		} else {
+		} else if (fin) {
 			splitmsg_tx_unfinal(q);
 		}
 	}

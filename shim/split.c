@@ -116,15 +116,23 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		return;
 	memset(&m, 0, sizeof(m));
 	m.qp_state = attr->qp_state;
+	/* the split QP grants the peer what the application's QP grants, no
+	 * more: a peer's WRITE that the application's QP would refuse fails
+	 * on the split QP too, and without REMOTE_WRITE the peer's split
+	 * SENDs, which write into the regions our shim registers for them
+	 * (splitmsg.h), go whole */
+	if (mask & IBV_QP_ACCESS_FLAGS) {
+		want |= IBV_QP_ACCESS_FLAGS;
+		m.qp_access_flags = attr->qp_access_flags;
+		sp->no_remote_write = !(attr->qp_access_flags & IBV_ACCESS_REMOTE_WRITE);
+	}
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
-		/* the peer's split QP writes the chunks of SENDs into the
-		 * regions our shim registers for them (splitmsg.h) */
-		want = (mask & (IBV_QP_PKEY_INDEX | IBV_QP_PORT)) | IBV_QP_ACCESS_FLAGS;
+		want |= (mask & (IBV_QP_PKEY_INDEX | IBV_QP_PORT)) | IBV_QP_ACCESS_FLAGS;
 		m.pkey_index = attr->pkey_index;
 		m.port_num = attr->port_num;
-		m.qp_access_flags = ((mask & IBV_QP_ACCESS_FLAGS) ? attr->qp_access_flags : 0) |
-				    IBV_ACCESS_REMOTE_WRITE;
+		if (!(mask & IBV_QP_ACCESS_FLAGS))
+			sp->no_remote_write = true; /* (the spec's default: none) */
 		break;
 	case IBV_QPS_RTR:
 		if (peer_split < 0) {
@@ -133,8 +141,8 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		}
 		/* each side reads at most SPLIT_WINDOW chunks at a time and
 		 * accepts as many (within what the device can do) */
-		want = (mask & (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MIN_RNR_TIMER)) |
-		       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC;
+		want |= (mask & (IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_MIN_RNR_TIMER)) |
+			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC;
 		m.ah_attr = attr->ah_attr;
 		m.path_mtu = attr->path_mtu;
 		m.max_dest_rd_atomic = sp->rd_atom;
@@ -147,9 +155,12 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		/* the split QP went to RTS with RTR (below) */
 		if (sp->peer_split_qpn >= 0 && atomic_load(&sp->state) == SPLIT_CREATED)
 			atomic_store(&sp->state, SPLIT_READY);
-		return;
+		if (!(mask & IBV_QP_ACCESS_FLAGS) || sp->peer_split_qpn < 0)
+			return;
+		break; /* RTS -> RTS with the new access flags */
 	case IBV_QPS_RESET:
 	case IBV_QPS_ERR:
+		want = 0; /* (these take no other attribute) */
 		atomic_store(&sp->state, SPLIT_CREATED);
 		sp->peer_split_qpn = -1;
 		break;

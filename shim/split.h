@@ -39,6 +39,9 @@ struct shim_split {
 	struct ibv_qp *qp;
 	int peer_split_qpn;    /* -1 until known */
 	bool armed;            /* cq raises its next completion event (q->lock) */
+	/* the application's QP grants no REMOTE_WRITE, so neither does the
+	 * split QP: the peer's SENDs to it go whole (splitmsg.c) */
+	bool no_remote_write;
 	uint8_t rd_atom, init_rd_atom; /* READ chunks in flight: as responder, requester */
 	/* data chunks (pace.c): each has a sequence number, its wr_id << 3;
 	 * only some are signaled, and a completion (or an error's) says every

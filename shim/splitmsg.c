@@ -349,7 +349,8 @@ void splitmsg_tx_final(struct shim_qp *q, uint64_t wr_id, int wc_opcode, uint32_
 	struct splitmsg_fin *f;
 
 	if (atomic_load_explicit(&m->fin_len, memory_order_relaxed) >= FIN_MAX) {
-		/* unsignaled finals never complete: forget the oldest */
+		/* (only signaled finals are kept; one whose WR was flushed
+		 * with an error never matches): forget the oldest */
 		f = m->fin_head;
 		m->fin_head = f->next;
 		atomic_fetch_sub_explicit(&m->fin_len, 1, memory_order_relaxed);
@@ -385,9 +386,10 @@ void splitmsg_tx_unfinal(struct shim_qp *q)
 	atomic_fetch_sub_explicit(&m->fin_len, 1, memory_order_relaxed);
 }
 
-/* Send completions come in posting order: the first final that matches
- * (wr_id, opcode, the chunk's length) is this one, and finals ahead of it
- * were unsignaled (they completed silently). */
+/* Send completions come in posting order and only signaled finals are kept
+ * (pace.c): the first final that matches (wr_id, opcode, the chunk's length)
+ * is this one, normally the head; finals ahead of it completed with an
+ * error (flushed), which restores no length. */
 void splitmsg_tx_done(struct shim_qp *q, struct ibv_wc *wc)
 {
 	struct splitmsg_state *m = &q->split.msg;
@@ -464,7 +466,8 @@ static void on_hdr(struct shim_qp *q, const struct wire *h)
 		if (h->arg == SPLITMSG_WRITE_IMM)
 			r.arg = VERDICT_GO;
 		else if (h->arg == SPLITMSG_SEND)
-			r.arg = rx_expose(q, e, h, &r) ? VERDICT_WHOLE : VERDICT_GO;
+			r.arg = q->split.no_remote_write || rx_expose(q, e, h, &r) ? VERDICT_WHOLE
+										: VERDICT_GO;
 		if (r.arg == VERDICT_GO)
 			e->full_len = h->length;
 	}

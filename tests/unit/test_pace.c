@@ -31,6 +31,7 @@ static struct {
 	int complete_split, split_done; /* chunks on split_qp: complete them? */
 	int complete_app, app_done;     /* WRs on the application's QP */
 	int sq_cap;                     /* the application QP's send queue (0: no limit) */
+	int app_like_hw;                /* app QP: unsignaled WRs give no CQE; byte_len set */
 } prov = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_from = -1 };
 
 static struct ibv_qp qp;
@@ -97,7 +98,11 @@ static int fake_poll_app_cq(int n, struct ibv_wc *wc)
 	     prov.app_done++) {
 		if (prov.qp[prov.app_done] != &qp)
 			continue;
+		if (prov.app_like_hw && !(prov.flags[prov.app_done] & IBV_SEND_SIGNALED))
+			continue;
 		memset(&wc[got], 0, sizeof(wc[got]));
+		if (prov.app_like_hw)
+			wc[got].byte_len = prov.len[prov.app_done];
 		wc[got].wr_id = prov.wr_id[prov.app_done];
 		wc[got].status = IBV_WC_SUCCESS;
 		wc[got].opcode = IBV_WC_RDMA_WRITE;
@@ -628,6 +633,49 @@ static void split_waits_for_earlier_wrs(void **state)
 	drop_split_qp();
 }
 
+/* An unsignaled split message never completes, so nothing of it may stay
+ * to be matched: a later signaled WRITE with the same wr_id and the final
+ * chunk's length completes with its own byte_len, not the old message's. */
+static void unsignaled_final_is_not_remembered(void **state)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 4000 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .wr.rdma = { .remote_addr = 0x80000, .rkey = 9 } };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	use_split_qp();
+	pthread_mutex_lock(&prov.lock);
+	prov.app_like_hw = 1;
+	prov.complete_app = 1;
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0); /* four chunks, unsignaled */
+	for (int i = 0; i < 3000 && provider_count() < 4; i++) {
+		assert_int_equal(ibv_poll_cq(&cq, 8, wc), 0);
+		usleep(1000);
+	}
+	assert_int_equal(provider_count(), 4);
+	assert_ptr_equal(prov.qp[3], &qp); /* the final chunk, 1000 bytes */
+	assert_int_equal(prov.len[3], 1000);
+	assert_int_equal(atomic_load(&q->split.msg.fin_len), 0);
+	post_one_write(7, 1000); /* whole, signaled */
+	for (int i = 0; i < 3000 && !got; i++) {
+		got = ibv_poll_cq(&cq, 8, wc);
+		if (!got)
+			usleep(1000);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc[0].wr_id, 7);
+	assert_int_equal(wc[0].byte_len, 1000);
+	pthread_mutex_lock(&prov.lock);
+	prov.app_like_hw = 0;
+	pthread_mutex_unlock(&prov.lock);
+	drop_split_qp();
+}
+
 /* A message of 20 chunks: at most a window (4 before any completion was
  * timed) on the split QP at once, only some of them signaled (every half
  * window, and the last), each completion retiring every chunk up to it;
@@ -994,6 +1042,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(barrier_lost_sends_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(barrier_has_the_rights_of_the_message, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(unsignaled_final_is_not_remembered, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_chunks_signal_a_few_per_window, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(split_window_never_shrinks_under_a_message, setup,

@@ -273,6 +273,63 @@ static void receiver_off_goes_whole(void **state)
 	assert_true(went_whole(sf_app_send(&sf_a, SPLITMSG_SEND, 3000, 1000)));
 }
 
+/* The split QP's transitions (shim_split_follow), as the provider got them. */
+static struct {
+	struct ibv_qp *qp;
+	struct ibv_qp_attr attr;
+	int mask, n;
+} mod;
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	mod.qp = qp;
+	mod.attr = *attr;
+	mod.mask = mask;
+	mod.n++;
+	return 0;
+}
+
+/* The split QP grants the peer what the application's QP grants, no more,
+ * at whichever transition the application gives its access flags; without
+ * REMOTE_WRITE the peer's SENDs, which would write into regions the
+ * receiver exposes, go whole. */
+static void split_qp_grants_what_the_app_qp_grants(void **state)
+{
+	static const uint32_t lens[] = { 4096 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+						    IBV_ACCESS_REMOTE_READ };
+
+	memset(&mod, 0, sizeof(mod));
+	shim_split_follow(sf_b.q, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, -1);
+	assert_int_equal(mod.n, 1);
+	assert_ptr_equal(mod.qp, &sf_b.split_qp);
+	assert_true(mod.mask & IBV_QP_ACCESS_FLAGS);
+	assert_int_equal(mod.attr.qp_access_flags,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	sf_app_recv(&sf_b, 0x1000, lens, 1);
+	assert_true(went_whole(sf_app_send(&sf_a, SPLITMSG_SEND, 3000, 1000)));
+	assert_int_equal(sf_mrs, 2); /* nothing exposed */
+	/* REMOTE_WRITE given at RTS: the split QP (already in RTS) gets it */
+	sf_b.q->split.peer_split_qpn = 5;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS,
+				  .qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+						     IBV_ACCESS_REMOTE_WRITE };
+	shim_split_follow(sf_b.q, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, 5);
+	assert_int_equal(mod.n, 2);
+	assert_int_equal(mod.attr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(mod.mask, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS);
+	assert_int_equal(mod.attr.qp_access_flags,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_false(sf_b.q->split.no_remote_write);
+	/* RESET takes no access flags */
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET };
+	shim_split_follow(sf_b.q, &a, IBV_QP_STATE, -1);
+	assert_int_equal(mod.n, 3);
+	assert_int_equal(mod.mask, IBV_QP_STATE);
+}
+
 /* Hand @w to a as if b had sent it. */
 static void ready_from_b(const struct wire *w)
 {
@@ -380,12 +437,12 @@ static void failed_control_send_turns_splitting_off(void **state)
 }
 
 /* The final chunk's completion shows the message's length; finals ahead
- * of it that never complete (unsignaled) are forgotten with it. */
+ * of it that never complete successfully (flushed) are forgotten with it. */
 static void final_completion_shows_the_message(void **state)
 {
 	struct ibv_wc wc = { .wr_id = 9, .opcode = IBV_WC_SEND, .byte_len = 1000 };
 
-	splitmsg_tx_final(sf_a.q, 8, IBV_WC_SEND, 1000, 5000); /* unsignaled */
+	splitmsg_tx_final(sf_a.q, 8, IBV_WC_SEND, 1000, 5000); /* flushed */
 	splitmsg_tx_final(sf_a.q, 9, IBV_WC_SEND, 1000, 3000);
 	splitmsg_tx_final(sf_a.q, 10, IBV_WC_RDMA_WRITE, 64, 4096);
 	splitmsg_tx_done(sf_a.q, &wc);
@@ -414,6 +471,7 @@ int main(void)
 		T(registration_failure_goes_whole),
 		T(a_receive_is_granted_once),
 		T(receiver_off_goes_whole),
+		T(split_qp_grants_what_the_app_qp_grants),
 		T(hostile_ready),
 		T(malformed_messages_are_ignored),
 		T(failed_control_send_turns_splitting_off),
