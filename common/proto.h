@@ -85,7 +85,12 @@ json_t *proto_reply_error(const json_t *req, const char *code, const char *fmt, 
 /* Compact one-line encoding with the trailing '\n' (malloc'ed), or NULL. */
 char *proto_encode(const json_t *msg, size_t *len);
 
-/* Send @len bytes with up to PROTO_MAX_FDS descriptors attached to the
+/* proto_send() and proto_recv() are the blocking, deadline-free faces of
+ * the send and receive that proto_call() and the daemon's connections use
+ * with deadlines or without blocking; only tests and tests/progs/ctlabuse
+ * (a client that must misbehave on purpose) call them.
+ *
+ * Send @len bytes with up to PROTO_MAX_FDS descriptors attached to the
  * first byte (SCM_RIGHTS).  Blocking sockets: loops until all is sent.
  * Returns 0 or -errno.  (On a non-blocking socket it waits in poll(); an
  * event loop should use proto_send_once() from its write watcher.)  Never
