@@ -27,6 +27,7 @@ static struct {
 	/* what to answer */
 	void (*spoil)(struct jst_shm_global *g, struct jst_shm_client *c);
 	char reg_reply[512];          /* the register_qp reply, or "" for a good one */
+	int reg_delay_ms;             /* before it answers register_qp */
 	/* what it saw */
 	json_t *last_register;
 	int n_hello;
@@ -63,6 +64,12 @@ static void answer(int fd, json_t *req)
 	}
 	if (!strcmp(cmd, "register_qp")) {
 		pthread_mutex_lock(&fd_.lock);
+		if (fd_.reg_delay_ms) {
+			/* (a daemon busy asking another host: answers late) */
+			pthread_mutex_unlock(&fd_.lock);
+			usleep((useconds_t)fd_.reg_delay_ms * 1000);
+			pthread_mutex_lock(&fd_.lock);
+		}
 		json_decref(fd_.last_register);
 		fd_.last_register = json_incref(req);
 		if (fd_.reg_reply[0]) {
@@ -217,6 +224,26 @@ static void good_daemon_manages_the_qp(void **state)
 	pthread_mutex_unlock(&fd_.lock);
 }
 
+/* A reply that takes longer than a second but less than the protocol's
+ * budget (the daemon's slowest answer waits PROTO_PEER_LOOKUP_MS for
+ * another host) is waited for: the QP is managed, on the same connection. */
+static void slow_answer_within_the_budget(void **state)
+{
+	int hellos;
+
+	pthread_mutex_lock(&fd_.lock);
+	fd_.reg_delay_ms = PROTO_PEER_LOOKUP_MS - 500;
+	hellos = fd_.n_hello;
+	pthread_mutex_unlock(&fd_.lock);
+	create_qp();
+	pthread_mutex_lock(&fd_.lock);
+	fd_.reg_delay_ms = 0;
+	assert_int_equal(fd_.n_hello, hellos + 1);
+	pthread_mutex_unlock(&fd_.lock);
+	assert_int_equal(q->flow_id, 5);
+	assert_non_null(atomic_load(&q->slot));
+}
+
 static void spoil_magic(struct jst_shm_global *g, struct jst_shm_client *c) { g->magic ^= 1; }
 static void spoil_version(struct jst_shm_global *g, struct jst_shm_client *c) { g->version_major++; }
 static void spoil_header(struct jst_shm_global *g, struct jst_shm_client *c) { g->header_size--; }
@@ -321,6 +348,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(good_daemon_manages_the_qp, teardown),
+		cmocka_unit_test_teardown(slow_answer_within_the_budget, teardown),
 		cmocka_unit_test(odd_shared_memory_is_not_used),
 		cmocka_unit_test(odd_registration_reply_is_not_used),
 		cmocka_unit_test(class_hint_follows_the_environment),
