@@ -44,6 +44,6 @@ EXPORT int justitia_qp_status(struct ibv_qp *qp, struct justitia_qp_status *st)
 		st->chunk_bytes = v.chunk_bytes;
 		st->rate_bps = v.rate_bps;
 	}
-	snprintf(st->warning, sizeof(st->warning), "%s", q->warning);
+	shim_client_qp_warning(q, st->warning, sizeof(st->warning));
 	return 0;
 }

@@ -418,6 +418,13 @@ void shim_client_poll(void)
 	pthread_mutex_unlock(&cl.lock);
 }
 
+void shim_client_qp_warning(struct shim_qp *q, char *buf, size_t len)
+{
+	pthread_mutex_lock(&cl.lock);
+	snprintf(buf, len, "%s", q->warning);
+	pthread_mutex_unlock(&cl.lock);
+}
+
 int shim_client_set_class(struct shim_qp *q, int cls)
 {
 	q->cls_from_api = 1;

@@ -30,6 +30,9 @@ const struct jst_shm_global *shim_client_global(void);
 void shim_client_poll(void);
 /* justitia_set_qp_class(): remember and tell the daemon. */
 int shim_client_set_class(struct shim_qp *q, int cls);
+/* Copy the daemon's warning about @q (registration writes it, under the
+ * client's lock) into @buf. */
+void shim_client_qp_warning(struct shim_qp *q, char *buf, size_t len);
 /* The shim classified @q itself (JUSTITIA_CLASS=auto): tell the daemon.
  * Blocks on the daemon's socket: never from a post path. */
 int shim_client_report_class(struct shim_qp *q, int cls);
