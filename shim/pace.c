@@ -344,8 +344,8 @@ static int post_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api)
 	rc = post_app_qp(q, wr, &bad);
 	if (!rc || bad != wr)
 		atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
-	if (!wr_api)
-		n = stats_account_send(&q->st, wr, rc ? bad : NULL, rc, &bytes);
+	if (!wr_api) /* (the application's call is counted once: pace_post) */
+		n = stats_account_classic(&q->st, wr, rc ? bad : NULL, rc, &bytes);
 	else if (!rc)
 		n = stats_account_wr_api(&q->st, wr, NULL, &bytes);
 	shim_ops_publish(q, n, bytes);
@@ -594,7 +594,7 @@ static int post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k, uint32_t
 			atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 			/* the application posted one WR of the whole length */
 			uint64_t bytes, cnt = p->wr_api ? stats_account_wr_api(&q->st, &p->wr, NULL, &bytes)
-						      : stats_account_send(&q->st, &p->wr, NULL, 0, &bytes);
+						      : stats_account_classic(&q->st, &p->wr, NULL, 0, &bytes);
 
 			atomic_fetch_add_explicit(&q->st.split[p->kind], 1, memory_order_relaxed);
 			shim_ops_publish(q, cnt, bytes);
@@ -1066,7 +1066,11 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 int shim_pace_post(struct shim_qp *q, struct ibv_qp *qp, struct ibv_send_wr *wr,
 		   struct ibv_send_wr **bad)
 {
-	return pace_post(q, wr, bad, 0);
+	int rc = pace_post(q, wr, bad, 0);
+
+	/* one call, however many WRs and whenever they reach the provider */
+	stats_account_call(&q->st, rc);
+	return rc;
 }
 
 int shim_pace_post_wr_api(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)

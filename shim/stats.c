@@ -82,19 +82,25 @@ void stats_account_call(struct stats_qp *st, int rc)
 		atomic_fetch_add_explicit(&st->failed_posts, 1, RELAXED);
 }
 
-uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
-			    const struct ibv_send_wr *bad, int rc, uint64_t *bytes)
+uint64_t stats_account_classic(struct stats_qp *st, const struct ibv_send_wr *wr,
+			       const struct ibv_send_wr *bad, int rc, uint64_t *bytes)
 {
 	uint64_t n;
 
 	*bytes = 0;
-	stats_account_call(st, rc);
 	/* On failure without a usable bad_wr nothing is known to be posted. */
 	if (rc && !bad)
 		return 0;
 	n = count_wrs(st, wr, bad, bytes);
 	atomic_fetch_add_explicit(&st->classic_wrs, n, RELAXED);
 	return n;
+}
+
+uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
+			    const struct ibv_send_wr *bad, int rc, uint64_t *bytes)
+{
+	stats_account_call(st, rc);
+	return stats_account_classic(st, wr, bad, rc, bytes);
 }
 
 uint64_t stats_account_wr_api(struct stats_qp *st, const struct ibv_send_wr *wr,

@@ -89,6 +89,10 @@ const char *stats_op_name(enum stats_op op);
 /* Returns the number of WRs counted as posted, their bytes in *bytes. */
 uint64_t stats_account_send(struct stats_qp *st, const struct ibv_send_wr *wr,
 			    const struct ibv_send_wr *bad, int rc, uint64_t *bytes);
+/* The same WRs counted as classic_wrs with no post call: posted later,
+ * from a paced QP's backlog, for a call stats_account_call() counted. */
+uint64_t stats_account_classic(struct stats_qp *st, const struct ibv_send_wr *wr,
+			       const struct ibv_send_wr *bad, int rc, uint64_t *bytes);
 /* Account WRs of the ibv_wr_* API that the shim buffered and posted in
  * classic form (wrbuf.h), the WRs before @bad: counted as wr_api_wrs, with no
  * post call (the batch's ibv_wr_complete is one: stats_account_call). */

@@ -272,6 +272,26 @@ static void paced_in_order_and_not_faster(void **state)
 /* An application polling the send CQ of a QP with a backlog is told the
  * shim holds work back (so an empty poll yields), and no longer once the
  * backlog is gone; a CQ with no paced QP on it never is. */
+/* One ibv_post_send of three WRs is one post call, however the backlog
+ * hands them to the provider; a refused call is one failed post. */
+static void one_call_counts_once(void **state)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 1000 };
+	struct ibv_send_wr wr[3], *bad = NULL;
+
+	for (int i = 0; i < 3; i++)
+		wr[i] = (struct ibv_send_wr){ .wr_id = 40 + i, .sg_list = &sge, .num_sge = 1,
+					      .opcode = IBV_WR_RDMA_WRITE,
+					      .send_flags = IBV_SEND_SIGNALED,
+					      .next = i < 2 ? &wr[i + 1] : NULL };
+	assert_int_equal(ibv_post_send(&qp, wr, &bad), 0);
+	wait_for(3);
+	assert_int_equal(provider_count(), 3);
+	assert_int_equal(atomic_load(&q->st.post_calls), 1);
+	assert_int_equal(atomic_load(&q->st.classic_wrs), 3);
+	assert_int_equal(atomic_load(&q->st.failed_posts), 0);
+}
+
 static void progress_says_when_work_is_held_back(void **state)
 {
 	struct ibv_cq other = { .context = &vctx.context };
@@ -1025,6 +1045,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(paced_in_order_and_not_faster, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_call_counts_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(progress_says_when_work_is_held_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(send_queue_limit_is_enomem, setup, teardown),
 		cmocka_unit_test_setup_teardown(inline_data_is_copied, setup, teardown),
