@@ -1,8 +1,9 @@
 # Justitia — top-level Makefile.
 #
 #   make                      build everything into build/
-#   make check                unit tests on the host, then integration tests in
-#                             the Soft-RoCE VM; last line "N passed, N failed, N skipped"
+#   make check                unit tests on the host (also under ASan + UBSan,
+#                             built in build-san/), fuzzers, then integration tests
+#                             in the Soft-RoCE VM; last line "N passed, N failed, N skipped"
 #   make check QUICK=1        unit tests only (VM tests skip; refused under CI=true)
 #   make demo                 the main job on the Soft-RoCE testbed
 #   make install              PREFIX DESTDIR SBINDIR BINDIR LIBDIR SYSCONFDIR SYSTEMDUNITDIR MANDIR
@@ -272,7 +273,13 @@ $(B)/fuzz/fuzz_splitmsg: tests/fuzz/fuzz_splitmsg.c tests/fuzz/fuzz.h tests/spli
 check:
 	$(Q)tools/install-deps
 	$(Q)$(MAKE) --no-print-directory all fuzz
+	$(Q)$(MAKE) --no-print-directory san
 	$(Q)QUICK=$(QUICK) tests/run-check
+
+# Everything again with ASan + UBSan in build-san/, for run-check --san (the
+# libFuzzer targets are built with both already).
+san:
+	$(Q)$(MAKE) --no-print-directory B=build-san SANITIZE=address,undefined all
 
 check-unit:
 	$(Q)$(MAKE) --no-print-directory all
@@ -330,9 +337,9 @@ uninstall:
 	@echo "uninstall: $(DESTDIR)$(SYSCONFDIR)/justitia/justitiad.json is kept (configuration)"
 
 clean:
-	rm -rf $(B)
+	rm -rf $(B) build-san
 
-.PHONY: all bench fuzz check check-unit demo install uninstall clean FORCE
+.PHONY: all bench fuzz san check check-unit demo install uninstall clean FORCE
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 # the fuzzers' dependencies (they #include the modules they fuzz)
