@@ -365,6 +365,7 @@ struct flow *flows_register(struct flows *fl, struct proc *p, const struct flow_
 	derive_policy(fl, f);
 	/* reset the counter slot the shim will write for this flow */
 	memset(jst_shm_client_slot(p->seg.base, c), 0, sizeof(struct jst_flow_stats));
+	f->read_ns = clock_now_ns();
 	fl->by_gslot[g] = f;
 	id_insert(fl, f);
 	p->by_cslot[c] = f;
@@ -439,27 +440,29 @@ void flows_unregister(struct flows *fl, struct flow *f)
 		flows_publish_all(fl);
 }
 
-/* CLOCK_MONOTONIC in ns, taken once per poll and only if a counter grew. */
-static uint64_t poll_time(uint64_t *t)
-{
-	if (!*t)
-		*t = clock_now_ns();
-	return *t;
-}
-
 void flows_poll_counters(struct flows *fl)
 {
-	uint64_t t = 0;
+	uint64_t t = clock_now_ns();
 
 	for (struct proc *p = fl->procs; p; p = p->next) {
 		for (struct flow *f = p->flows; f; f = f->next) {
 			struct shm_counters now;
+			uint64_t dt = t > f->read_ns ? t - f->read_ns : 0;
 
+			/* a flow whose shim wrote the impossible is fenced: its
+			 * counters stay what they were (it looks idle) */
+			if (f->scribbled)
+				continue;
+			f->read_ns = t;
 			if (shm_read_counters(jst_shm_client_slot(p->seg.base, f->cslot), &f->last,
-					      &now) && !f->scribbled) {
+					      &now, dt)) {
 				f->scribbled = 1;
-				log_warnx("pid %d (%s) wrote inconsistent counters for flow %u; "
-					  "ignoring the decrease", (int)p->pid, p->comm, f->id);
+				if (!p->scribbler)
+					log_warnx("pid %d (%s) wrote impossible counters (flow %u, "
+						  "and maybe more): its flows' counters are no "
+						  "longer read", (int)p->pid, p->comm, f->id);
+				p->scribbler = true;
+				continue;
 			}
 			/* a split message counts its bytes and op when its last
 			 * chunk goes: at a low rate a big message takes longer
@@ -468,7 +471,7 @@ void flows_poll_counters(struct flows *fl)
 			 * drop to nothing and SafeUtil with it) */
 			if (now.bytes != f->last.bytes || now.ops != f->last.ops ||
 			    now.chunks != f->last.chunks || now.token_wait_ns != f->last.token_wait_ns)
-				f->grew_ns = poll_time(&t);
+				f->grew_ns = t;
 			f->last = now;
 		}
 	}

@@ -43,7 +43,9 @@ struct flow {
 	uint32_t ctl_gen;             /* controller's cache: is @device the controlled */
 	int ctl_dev;                  /* one (valid while ctl_gen matches) */
 	struct shm_counters last;     /* last sane counters read from the shim */
-	int scribbled;                /* the shim wrote garbage counters */
+	uint64_t read_ns;             /* when @last was read (registration: 0s) */
+	int scribbled;                /* the shim wrote impossible counters: @last
+				       * stays as it was, never read again */
 	/* pace mode SHARE (controller.c, share.h): the last window */
 	uint64_t win_bytes0, win_ops0;  /* counters at the window's start */
 	uint64_t win_chunks0, win_wait0;
@@ -63,6 +65,7 @@ struct proc {
 	struct flow **by_cslot;
 	struct flow *flows;
 	size_t n_flows;
+	bool scribbler;               /* logged: it wrote impossible counters */
 	struct proc *next;
 };
 

@@ -151,26 +151,41 @@ void shm_slot_set_rates(struct jst_flow_ctl *slot, uint64_t rate_bps, uint64_t o
 	atomic_store_explicit(&slot->seq, (seq | 1u) + 1, memory_order_release);
 }
 
-static uint64_t monotonic(uint64_t now, uint64_t prev, int *bad)
+/* @now if it is no less than @prev and at most @max more, else @prev
+ * (and *bad). */
+static uint64_t plausible(uint64_t now, uint64_t prev, uint64_t max, int *bad)
 {
-	if (now < prev) {
+	if (now < prev || now - prev > max) {
 		*bad = 1;
 		return prev;
 	}
 	return now;
 }
 
-int shm_read_counters(const struct jst_flow_stats *st, const struct shm_counters *prev,
-		      struct shm_counters *out)
+/* @per_s over @dt_ns plus SHM_SLACK_S of it, saturating */
+static uint64_t at_most(uint64_t per_s, uint64_t dt_ns)
 {
+	double v = (double)per_s * ((double)dt_ns / 1e9 + (double)SHM_SLACK_S);
+
+	return v >= 1.8e19 ? UINT64_MAX : (uint64_t)v;
+}
+
+int shm_read_counters(const struct jst_flow_stats *st, const struct shm_counters *prev,
+		      struct shm_counters *out, uint64_t dt_ns)
+{
+	uint64_t max_bytes = at_most(SHM_MAX_BYTES_PER_S, dt_ns);
+	uint64_t max_ops = at_most(SHM_MAX_OPS_PER_S, dt_ns);
+	uint64_t max_wait = at_most(SHM_MAX_WAIT_PER_NS * 1000000000ull, dt_ns);
 	int bad = 0;
 
-	out->bytes = monotonic(atomic_load_explicit(&st->bytes, RELAXED), prev->bytes, &bad);
-	out->ops = monotonic(atomic_load_explicit(&st->ops, RELAXED), prev->ops, &bad);
-	out->chunks = monotonic(atomic_load_explicit(&st->chunks, RELAXED), prev->chunks, &bad);
-	out->tokens_bytes = monotonic(atomic_load_explicit(&st->tokens_bytes, RELAXED),
-				      prev->tokens_bytes, &bad);
-	out->token_wait_ns = monotonic(atomic_load_explicit(&st->token_wait_ns, RELAXED),
-				       prev->token_wait_ns, &bad);
+	out->bytes = plausible(atomic_load_explicit(&st->bytes, RELAXED), prev->bytes, max_bytes,
+			       &bad);
+	out->ops = plausible(atomic_load_explicit(&st->ops, RELAXED), prev->ops, max_ops, &bad);
+	out->chunks = plausible(atomic_load_explicit(&st->chunks, RELAXED), prev->chunks, max_ops,
+				&bad);
+	out->tokens_bytes = plausible(atomic_load_explicit(&st->tokens_bytes, RELAXED),
+				      prev->tokens_bytes, max_bytes, &bad);
+	out->token_wait_ns = plausible(atomic_load_explicit(&st->token_wait_ns, RELAXED),
+				       prev->token_wait_ns, max_wait, &bad);
 	return bad;
 }

@@ -38,13 +38,19 @@ void shm_slot_publish(struct jst_flow_ctl *slot, uint32_t state, uint32_t flow_i
 void shm_slot_set_rates(struct jst_flow_ctl *slot, uint64_t rate_bps, uint64_t ops,
 			uint64_t wait_ns);
 
-/* Counters one process wrote, read as untrusted input: each is clamped so
- * that it never goes backwards from @prev (a decrease keeps @prev and
- * returns 1 = the process scribbled). */
+/* Counters one process wrote, read as untrusted input, @dt_ns after @prev
+ * was read: each must neither go backwards nor grow faster than any RNIC
+ * could make it (SHM_MAX_BYTES_PER_S, SHM_MAX_OPS_PER_S, a wait of at most
+ * SHM_MAX_WAIT_PER_NS per ns, each plus SHM_SLACK_S of it).  One that
+ * does keeps @prev, and the call returns 1 = the process scribbled. */
+#define SHM_MAX_BYTES_PER_S 1000000000000ull /* 8 Tbit/s */
+#define SHM_MAX_OPS_PER_S 1000000000ull
+#define SHM_MAX_WAIT_PER_NS 64ull            /* backlogs of one flow waiting at once */
+#define SHM_SLACK_S 1ull
 struct shm_counters {
 	uint64_t bytes, ops, chunks, tokens_bytes, token_wait_ns;
 };
 int shm_read_counters(const struct jst_flow_stats *st, const struct shm_counters *prev,
-		      struct shm_counters *out);
+		      struct shm_counters *out, uint64_t dt_ns);
 
 #endif

@@ -144,11 +144,56 @@ static void weight_and_reload(void **state)
 	teardown(NULL);
 }
 
+/* A process that writes impossible counters is fenced, flow by flow: what
+ * was read before stays, nothing it writes later is read, and another
+ * process's flows are read as before. */
+static void scribbled_flow_is_fenced(void **state)
+{
+	struct proc *a, *b;
+	struct flow *fa, *fb;
+	struct jst_flow_stats *sa, *sb;
+	int rc;
+
+	(void)state;
+	assert_int_equal(setup_n(16), 0);
+	a = flows_proc_new(&fl, 20, 0, "scribbler", &rc);
+	b = flows_proc_new(&fl, 21, 0, "good", &rc);
+	assert_non_null(a);
+	assert_non_null(b);
+	fa = reg(a, 1, NULL);
+	fb = reg(b, 2, NULL);
+	assert_non_null(fa);
+	assert_non_null(fb);
+	sa = jst_shm_client_slot(a->seg.base, fa->cslot);
+	sb = jst_shm_client_slot(b->seg.base, fb->cslot);
+	atomic_store(&sa->bytes, 1000);
+	atomic_store(&sb->bytes, 1000);
+	flows_poll_counters(&fl);
+	assert_int_equal(fa->last.bytes, 1000);
+	assert_false(fa->scribbled);
+	memset(sa, 0xa5, sizeof(*sa)); /* the whole line */
+	flows_poll_counters(&fl);
+	assert_true(fa->scribbled);
+	assert_true(a->scribbler);
+	assert_int_equal(fa->last.bytes, 1000);
+	/* fenced: a plausible value later is not read either */
+	memset(sa, 0, sizeof(*sa));
+	atomic_store(&sa->bytes, 2000);
+	atomic_store(&sb->bytes, 2000);
+	flows_poll_counters(&fl);
+	assert_int_equal(fa->last.bytes, 1000);
+	assert_int_equal(fb->last.bytes, 2000);
+	assert_false(fb->scribbled);
+	assert_false(b->scribbler);
+	teardown(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(find_matches_scan),
 		cmocka_unit_test(weight_and_reload),
+		cmocka_unit_test(scribbled_flow_is_fenced),
 	};
 
 	log_init("test_flows", LOG_LVL_ERROR, 0);

@@ -89,7 +89,8 @@ static void slots_publish_under_an_even_seq(void **state)
 }
 
 /* What a client process writes is read as untrusted: a counter that goes
- * backwards keeps its old value and is reported. */
+ * backwards, or grows faster than any RNIC could make it, keeps its old
+ * value and is reported. */
 static void counters_never_go_backwards(void **state)
 {
 	struct jst_flow_stats st;
@@ -101,7 +102,7 @@ static void counters_never_go_backwards(void **state)
 	atomic_store(&st.chunks, 2);
 	atomic_store(&st.tokens_bytes, 60);
 	atomic_store(&st.token_wait_ns, 6);
-	assert_int_equal(shm_read_counters(&st, &prev, &out), 0);
+	assert_int_equal(shm_read_counters(&st, &prev, &out, 1000000), 0);
 	assert_int_equal(out.bytes, 200);
 	assert_int_equal(out.ops, 20);
 	assert_int_equal(out.chunks, 2);
@@ -114,7 +115,7 @@ static void counters_never_go_backwards(void **state)
 		uint64_t keep = atomic_load(f[i]);
 
 		atomic_store(f[i], 0);
-		assert_int_equal(shm_read_counters(&st, &prev, &out), 1);
+		assert_int_equal(shm_read_counters(&st, &prev, &out, 1000000), 1);
 		assert_int_equal(out.bytes, i == 0 ? 100 : 200);
 		assert_int_equal(out.ops, i == 1 ? 10 : 20);
 		assert_int_equal(out.chunks, i == 2 ? 1 : 2);
@@ -122,6 +123,30 @@ static void counters_never_go_backwards(void **state)
 		assert_int_equal(out.token_wait_ns, i == 4 ? 5 : 6);
 		atomic_store(f[i], keep);
 	}
+	/* each one grown faster than any RNIC could make it, one at a time:
+	 * over 1 ms (+ 1 s of slack) at most ~1 TB, ~1 G ops, 64 s of wait */
+	for (int i = 0; i < 5; i++) {
+		_Atomic uint64_t *f[] = { &st.bytes, &st.ops, &st.chunks, &st.tokens_bytes,
+					  &st.token_wait_ns };
+		uint64_t keep = atomic_load(f[i]);
+
+		atomic_store(f[i], keep + (1ull << 40));
+		assert_int_equal(shm_read_counters(&st, &prev, &out, 1000000), 1);
+		assert_int_equal(out.bytes, i == 0 ? 100 : 200);
+		assert_int_equal(out.ops, i == 1 ? 10 : 20);
+		assert_int_equal(out.chunks, i == 2 ? 1 : 2);
+		assert_int_equal(out.tokens_bytes, i == 3 ? 50 : 60);
+		assert_int_equal(out.token_wait_ns, i == 4 ? 5 : 6);
+		atomic_store(f[i], keep);
+	}
+	/* what a fast RNIC does in 10 ms is believed */
+	atomic_store(&st.bytes, 100 + 100000000000ull / 100);
+	atomic_store(&st.ops, 10 + 10000000);
+	assert_int_equal(shm_read_counters(&st, &prev, &out, 10000000), 0);
+	assert_int_equal(out.bytes, 100 + 1000000000ull);
+	/* a random scribble of the whole line */
+	memset(&st, 0xa5, sizeof(st));
+	assert_int_equal(shm_read_counters(&st, &prev, &out, 10000000), 1);
 }
 
 int main(void)
