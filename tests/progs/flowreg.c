@@ -9,7 +9,10 @@
  * counters in the client shared memory grow every millisecond.  Exits after
  * SECONDS (default: on SIGTERM/SIGINT).  With -r, the JSON of the last
  * register_qp reply goes to FILE (its "warning" is the admission control's
- * verdict).  Prints "registered N flows" once they are. */
+ * verdict).  With -S it misbehaves: every millisecond it writes random
+ * bytes over its client segment's header and one of its pages at random
+ * (so, in time, over every slot), as a buggy or hostile application could.  Prints "registered N flows" once they
+ * are. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -45,7 +48,7 @@ static json_t *call(int fd, json_t *req, int *fds, int *nfds)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: flowreg SOCKET N [-c CLASS] [-d DEVICE] [-a] [-t SECONDS] "
+	fprintf(stderr, "usage: flowreg SOCKET N [-c CLASS] [-d DEVICE] [-a] [-S] [-t SECONDS] "
 			"[-r FILE]\n");
 	exit(2);
 }
@@ -53,7 +56,9 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *cls = "bandwidth", *dev = "rxe0", *reply_file = NULL;
-	int fds[PROTO_MAX_FDS], nfds = 0, fd, n, active = 0, opt;
+	int fds[PROTO_MAX_FDS], nfds = 0, fd, n, active = 0, scribble = 0, opt;
+	unsigned int seed = (unsigned int)getpid();
+	size_t seg_size = 0;
 	struct jst_shm_client *seg = MAP_FAILED;
 	double seconds = 0;
 	uint32_t *slots;
@@ -61,7 +66,7 @@ int main(int argc, char **argv)
 	struct stat st;
 	json_t *r;
 
-	while ((opt = getopt(argc, argv, "c:d:at:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:d:aSt:r:")) != -1) {
 		switch (opt) {
 		case 'c':
 			cls = optarg;
@@ -71,6 +76,9 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			active = 1;
+			break;
+		case 'S':
+			scribble = 1;
 			break;
 		case 't':
 			seconds = atof(optarg);
@@ -102,8 +110,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	json_decref(r);
-	if (!fstat(fds[1], &st))
-		seg = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	if (!fstat(fds[1], &st)) {
+		seg_size = (size_t)st.st_size;
+		seg = mmap(NULL, seg_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	}
 	if (seg == MAP_FAILED) {
 		perror("flowreg: mmap");
 		return 1;
@@ -143,6 +153,18 @@ int main(int argc, char **argv)
 				atomic_fetch_add_explicit(&s->bytes, 4096, memory_order_relaxed);
 				atomic_fetch_add_explicit(&s->ops, 1, memory_order_relaxed);
 			}
+		if (scribble) {
+			/* the header and one page at random, in 64-bit words */
+			volatile uint64_t *w = (volatile uint64_t *)(void *)seg;
+			size_t words = seg_size / 8, page = 0;
+
+			if (words > 512)
+				page = ((size_t)rand_r(&seed) % (words / 512)) * 512;
+			for (size_t i = 0; i < 16 && i < words; i++)
+				w[i] = ((uint64_t)rand_r(&seed) << 33) ^ (uint64_t)rand_r(&seed);
+			for (size_t i = page; i < page + 512 && i < words; i++)
+				w[i] = ((uint64_t)rand_r(&seed) << 33) ^ (uint64_t)rand_r(&seed);
+		}
 		nanosleep(&ms, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (seconds > 0 &&

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/* qpchurn: create and destroy many RC QPs, as short-lived applications do
+ * (for the daemon's churn test, tests/vm/cases/57-churn.sh).
+ *
+ *   qpchurn -d DEVICE [-n QPS] [-k KEEP]
+ *
+ * Opens DEVICE (default rxe0), then N times (default 200): creates an RC QP,
+ * moves it to INIT (port 1), and destroys it once KEEP (default 4) newer
+ * ones exist, so that a few QPs are alive at once; the last KEEP are
+ * destroyed before it exits.  Run it under the shim: each QP is registered
+ * with justitiad and unregistered again (and, in the bandwidth class, gets
+ * and loses a split QP).  Prints "churned N QPs" and exits 0, or says what
+ * failed and exits 1. */
+#include <errno.h>
+#include <getopt.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+						    IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	if (!qp) {
+		fprintf(stderr, "qpchurn: ibv_create_qp: %s\n", strerror(errno));
+		return NULL;
+	}
+	errno = ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (errno) {
+		fprintf(stderr, "qpchurn: ibv_modify_qp to INIT: %s\n", strerror(errno));
+		ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "rxe0";
+	long n = 200, keep = 4, made = 0;
+	struct ibv_device **list = NULL;
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_qp **ring = NULL;
+	int c, rc = 1;
+
+	while ((c = getopt(argc, argv, "d:n:k:")) != -1) {
+		switch (c) {
+		case 'd': dev = optarg; break;
+		case 'n': n = strtol(optarg, NULL, 10); break;
+		case 'k': keep = strtol(optarg, NULL, 10); break;
+		default:
+			fprintf(stderr, "usage: qpchurn -d DEVICE [-n QPS] [-k KEEP]\n");
+			return 2;
+		}
+	}
+	if (n < 1 || keep < 1 || keep > 1024) {
+		fprintf(stderr, "qpchurn: QPS and KEEP (1..1024) must be positive\n");
+		return 2;
+	}
+	list = ibv_get_device_list(NULL);
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		fprintf(stderr, "qpchurn: cannot open %s\n", dev);
+		goto out;
+	}
+	pd = ibv_alloc_pd(ctx);
+	cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	ring = calloc((size_t)keep, sizeof(*ring));
+	if (!pd || !cq || !ring) {
+		fprintf(stderr, "qpchurn: PD, CQ or memory: %s\n", strerror(errno));
+		goto out;
+	}
+	for (; made < n; made++) {
+		struct ibv_qp **slot = &ring[made % keep];
+
+		if (*slot) {
+			if (ibv_destroy_qp(*slot)) {
+				fprintf(stderr, "qpchurn: ibv_destroy_qp failed\n");
+				goto out;
+			}
+			*slot = NULL;
+		}
+		*slot = make_qp(pd, cq);
+		if (!*slot)
+			goto out;
+	}
+	rc = 0;
+out:
+	for (long i = 0; ring && i < keep; i++)
+		if (ring[i] && ibv_destroy_qp(ring[i]))
+			rc = 1;
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (ctx)
+		ibv_close_device(ctx);
+	if (list)
+		ibv_free_device_list(list);
+	free(ring);
+	if (!rc)
+		printf("churned %ld QPs\n", made);
+	return rc;
+}
