@@ -2,6 +2,7 @@
 /* Shared-memory segments: memfds, so nothing is left in /dev/shm when the
  * daemon dies, and the segments vanish with their last user. */
 #include "shm.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +94,9 @@ int shm_global_create(struct shm_seg *s, uint32_t n_slots, uint64_t instance)
 	g->n_slots = n_slots;
 	g->total_size = s->size;
 	g->instance = instance;
+	/* alive from the start: a shim that says hello before the first tick
+	 * must not take the new daemon for a dead one */
+	atomic_store_explicit(&g->heartbeat_ns, clock_now_ns(), memory_order_relaxed);
 	atomic_store_explicit(&g->flags, JST_G_RUNNING, memory_order_release);
 	return 0;
 }

@@ -5,7 +5,7 @@
  *
  *   integrity [-a DEV] [-b DEV] [-g GID_INDEX] [-S SEED] [--api classic|ex]
  *             [--bytes TOTAL] [--max-size MAX] [--depth N] [--order FILE]
- *             [--corrupt SEQ] [--overlap ROUNDS]
+ *             [--corrupt SEQ] [--overlap ROUNDS] [-T TIMEOUT]
  *
  * QP A (on -a, default rxe1) is the requester; QP B (on -b, default rxe0)
  * is its RC responder.  A seeded PRNG (-S, default 1) draws each message:
@@ -62,6 +62,11 @@
  * rxe's ibv_wr_set_sge_list (rdma-core up to at least v44) takes num_sge
  * times the first SGE's length as the message length, so with --api ex
  * the SGEs of one message have equal lengths.
+ *
+ * -T: the QPs' local ACK timeout exponent (default 14, 67 ms).  Several
+ * integrity processes at once on Soft-RoCE under emulation need more (18,
+ * about 1 s): with 14 they fail even without the shim (retransmission
+ * storms that Linux 6.1's rxe does not survive).
  *
  * When the program runs under libjustitia.so, it prints what the shim says
  * about QP A (justitia_qp_status).  Errors are printed as they are found
@@ -144,7 +149,8 @@ static struct {
 	uint32_t max_size;
 	int64_t corrupt;
 	unsigned overlap;
-} opt = { "rxe1", "rxe0", NULL, 1, 0, 8, 1, 512ull << 20, 64u << 20, -1, 0 };
+	int timeout;
+} opt = { "rxe1", "rxe0", NULL, 1, 0, 8, 1, 512ull << 20, 64u << 20, -1, 0, 14 };
 
 static struct side A, B;
 static struct msg fifo[MAX_DEPTH];
@@ -467,7 +473,7 @@ static void connect_qp(struct side *s, const struct side *peer)
 		fatal("%s: RTR failed", s->name);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = (uint8_t)opt.timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 4;
@@ -900,11 +906,25 @@ static struct msg *place(const struct msg *t)
 	return m;
 }
 
+/* The longest post call (ibv_post_send, or ibv_wr_start to
+ * ibv_wr_complete): a post must never wait long, whatever the shim or its
+ * daemon do (max_post_ms= in the summary). */
+static double max_post_s;
+
+static void post_took(double t0)
+{
+	double d = now_s() - t0;
+
+	if (d > max_post_s)
+		max_post_s = d;
+}
+
 static void post_classic(struct msg **b, int n)
 {
 	static const enum ibv_wr_opcode map[OP_MAX] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
 							IBV_WR_SEND, IBV_WR_RDMA_WRITE_WITH_IMM };
 	struct ibv_send_wr wr[MAX_BATCH], *bad = NULL;
+	double t0;
 	int rc;
 
 	memset(wr, 0, sizeof(wr));
@@ -920,7 +940,9 @@ static void post_classic(struct msg **b, int n)
 			wr[i].imm_data = htobe32(imm_of(b[i]->seq));
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
+	t0 = now_s();
 	rc = ibv_post_send(A.qp, wr, &bad);
+	post_took(t0);
 	if (rc)
 		fatal("ibv_post_send of %d WRs: %s (bad_wr is WR %d)", n, strerror(rc),
 		      bad ? (int)(bad - wr) : -1);
@@ -929,6 +951,7 @@ static void post_classic(struct msg **b, int n)
 static void post_ex(struct msg **b, int n)
 {
 	struct ibv_qp_ex *qx = A.qpx;
+	double t0 = now_s();
 	int rc;
 
 	ibv_wr_start(qx);
@@ -952,6 +975,7 @@ static void post_ex(struct msg **b, int n)
 			ibv_wr_set_sge_list(qx, (size_t)m->nsge, m->sge);
 	}
 	rc = ibv_wr_complete(qx);
+	post_took(t0);
 	if (rc)
 		fatal("ibv_wr_complete of %d WRs: %s", n, strerror(rc));
 }
@@ -1173,7 +1197,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: integrity [-a DEV] [-b DEV] [-g GID_INDEX] [-S SEED] "
 			"[--api classic|ex] [--bytes TOTAL] [--max-size MAX] [--depth N] "
-			"[--order FILE] [--corrupt SEQ] [--overlap ROUNDS]\n");
+			"[--order FILE] [--corrupt SEQ] [--overlap ROUNDS] [-T TIMEOUT]\n");
 	exit(2);
 }
 
@@ -1195,12 +1219,17 @@ int main(int argc, char **argv)
 	int c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt_long(argc, argv, "a:b:g:S:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "a:b:g:S:T:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': opt.dev_a = optarg; break;
 		case 'b': opt.dev_b = optarg; break;
 		case 'g': opt.gidx = atoi(optarg); break;
 		case 'S': opt.seed = strtoull(optarg, NULL, 0); break;
+		case 'T':
+			opt.timeout = atoi(optarg);
+			if (opt.timeout < 1 || opt.timeout > 31)
+				fatal("-T must be 1..31");
+			break;
 		case 'A':
 			if (!strcmp(optarg, "ex"))
 				opt.extended = 1;
@@ -1266,10 +1295,11 @@ int main(int argc, char **argv)
 	printf(" bytes=%" PRIu64 " max_len_msgs=%" PRIu64 " batches=%" PRIu64 " signaled=%" PRIu64
 	       " unsignaled=%" PRIu64 " multi_sge=%" PRIu64 " recvs=%" PRIu64
 	       " recv_multi_sge=%" PRIu64 " req_wcs=%zu recv_wcs=%zu send_byte_len_differs=%"
-	       PRIu64 " corrupted=%" PRIu64 " errors=%" PRIu64 " elapsed=%.2f MBps=%.1f\n",
+	       PRIu64 " corrupted=%" PRIu64 " errors=%" PRIu64 " elapsed=%.2f MBps=%.1f"
+	       " max_post_ms=%.1f\n",
 	       total, st.max_len_msgs, st.batches, st.signaled, st.unsignaled, st.multi_sge,
 	       st.recvs, st.recv_multi_sge, req_log.n, recv_log.n, st.len_differs, st.corrupted,
-	       st.errors, el, el > 0 ? (double)total / el / 1e6 : 0.0);
+	       st.errors, el, el > 0 ? (double)total / el / 1e6 : 0.0, max_post_s * 1e3);
 	if (st.errors || st.corrupted || req_log.n != st.signaled || recv_log.n != st.recvs) {
 		printf("integrity: FAILED (%" PRIu64 " errors, %" PRIu64 " corrupted bytes)\n",
 		       st.errors, st.corrupted);

@@ -53,6 +53,8 @@ static void headers_describe_the_layout(void **state)
 	assert_int_equal(gh->total_size, jst_shm_global_size(16));
 	assert_int_equal(gh->instance, 0x1234);
 	assert_int_equal(atomic_load(&gh->flags) & JST_G_RUNNING, JST_G_RUNNING);
+	/* alive from the start (a shim may say hello before the first tick) */
+	assert_true(atomic_load(&gh->heartbeat_ns) + JST_HEARTBEAT_STALE_NS > clock_now_ns());
 	assert_int_equal(shm_client_create(&c, 4, 777, 0x1234), 0);
 	ch = c.base;
 	assert_int_equal(ch->magic, JST_SHM_CLIENT_MAGIC);
