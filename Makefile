@@ -35,7 +35,7 @@ CSTD     := -std=c11 -D_GNU_SOURCE
 OPTFLAGS ?= -O2 -g
 CFLAGS   ?=
 LDFLAGS  ?=
-ALL_CFLAGS := $(CSTD) $(OPTFLAGS) $(WARNINGS) -fPIC -MMD -MP -I. -Icommon $(CFLAGS)
+ALL_CFLAGS := $(CSTD) $(OPTFLAGS) $(WARNINGS) -fPIC -MMD -MP -I. -Iinclude -Icommon $(CFLAGS)
 ifeq ($(WERROR),1)
 ALL_CFLAGS += -Werror
 endif
@@ -297,7 +297,7 @@ install: all
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) \
 		$(DESTDIR)$(PREFIX)/share/doc/justitia
 	install -m 0755 $(SHIM_LIB) $(DESTDIR)$(LIBDIR)/justitia/libjustitia.so
-	install -m 0644 shim/justitia.h $(DESTDIR)$(INCLUDEDIR)/justitia.h
+	install -m 0644 include/justitia.h $(DESTDIR)$(INCLUDEDIR)/justitia.h
 	install -m 0755 $(DAEMON) $(DESTDIR)$(SBINDIR)/justitiad
 	install -m 0755 $(JUSTCTL) $(DESTDIR)$(BINDIR)/justctl
 	install -d $(DESTDIR)$(MANDIR)/man1

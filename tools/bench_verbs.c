@@ -12,8 +12,8 @@
 #include <sys/random.h>
 
 #if defined(__has_include)
-#if __has_include("shim/justitia.h")
-#include "shim/justitia.h"
+#if __has_include("justitia.h")
+#include "justitia.h"
 #define BENCH_HAVE_JUSTITIA_H 1
 #endif
 #endif

@@ -88,7 +88,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim/justitia.h"
+#include "justitia.h"
 
 #define MAX_SGE 4
 #define MAX_BATCH 8

@@ -2,7 +2,8 @@
 # The shipped configuration example (etc/justitiad.json): justitiad
 # --check-config accepts it, `make install` puts it into
 # SYSCONFDIR/justitia/justitiad.json, and a second install does not overwrite
-# an edited file (docs/justitiad.json.5.md, "The shipped example").
+# an edited file (docs/justitiad.json.5.md, "The shipped example"); the
+# public header include/justitia.h is installed and compiles on its own.
 # Run by tests/run-check --unit from the repository root after `make all`.
 set -euo pipefail
 B=${B:-build}
@@ -25,8 +26,13 @@ conf=$tmp/root/etc/justitia/justitiad.json
 cmp "$conf" etc/justitiad.json
 "$B"/justitiad --check-config -c "$conf" >/dev/null
 grep -q '"_comment"' "$conf"
+# the public header, from include/, compiles on its own
+cmp "$tmp/root/usr/include/justitia.h" include/justitia.h
+echo '#include <justitia.h>
+int main(void) { return JUSTITIA_CLASS_LATENCY; }' >"$tmp/h.c"
+${CC:-cc} -std=c11 -Wall -Werror -I"$tmp/root/usr/include" -c -o "$tmp/h.o" "$tmp/h.c"
 echo '{ "log_level": "debug" }' >"$conf"
 make --no-print-directory -s -o all install DESTDIR="$tmp/root" PREFIX=/usr \
 	SYSCONFDIR=/etc >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
 grep -q '"debug"' "$conf" || { echo "FAIL: make install overwrote an existing justitiad.json"; exit 1; }
-echo "ok: example valid, installed, not overwritten"
+echo "ok: example valid, installed, not overwritten; header installed"
