@@ -1,0 +1,107 @@
+#!/bin/bash
+# An application killed -9 while it holds tokens and has split chunks in
+# flight: two preloaded tests/progs/mtpost (one QP pair each, rxe1 -> rxe0,
+# every byte verified) share rxe1, which one daemon paces (pace mode
+# protect: SafeUtil = max_rate, shared by weight; 64 KiB chunks).  A is
+# killed -9; then
+#   reclaim.freed   A's flows are gone from the daemon within 1 s: the
+#                   justctl poll that finds them gone was sent at most 1 s
+#                   after the kill (under TCG one justctl + jq takes 0.2-0.5 s)
+#   reclaim.grant   B's granted rate rises (to more than 1.5 times what it
+#                   was while A ran) within 3 s of the kill (polled too)
+#   reclaim.b.*     B finishes with its data verified
+. tests/vm/lib.sh
+. tests/vm/shimlib.sh
+jv_inorder on
+trap 'jv_inorder off' EXIT
+D=$PWD/build/justitiad
+C=$PWD/build/justctl
+M=$PWD/build/tests/mtpost
+SOCK=/run/jk/justitiad.sock
+
+cat >"$JV_OUT/jk.json" <<EOF
+{
+  "runtime_dir": "/run/jk",
+  "devices": [
+    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "max_rate": "200Mbit",
+      "chunk_default": 65536, "chunk_latency": 65536 },
+    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 65536 }
+  ],
+  "controller": { "pace_mode": "protect" }
+}
+EOF
+
+ctl() { "$C" -s "$SOCK" "$@"; }
+# grant PID: the granted rate of PID's flow on rxe1 (its posting side)
+grant() {
+	ctl --json flows 2>/dev/null | jq -r --argjson p "$1" --arg d "$RXE_DEV1" \
+		'[.flows[] | select(.pid == $p and .device == $d) | .paced_rate_bps // 0] | add // 0'
+}
+nflows() { ctl --json flows 2>/dev/null | jq --argjson p "$1" '[.flows[] | select(.pid == $p)] | length'; }
+wait_file() {
+	local end=$((SECONDS + ${2:-60}))
+	until [[ -s $1 ]]; do
+		((SECONDS < end)) || { echo 0; return 1; }
+		sleep 0.1
+	done
+	cat "$1"
+}
+
+"$D" -c "$JV_OUT/jk.json" >"$JV_OUT/jk.log" 2>&1 &
+JD=$!
+end=$((SECONDS + 20))
+until ctl status >/dev/null 2>&1; do
+	if ((SECONDS > end)) || ! kill -0 "$JD" 2>/dev/null; then
+		_jv_result reclaim.daemon 0 "justitiad did not come up"
+		_jv_show "$JV_OUT/jk.log" justitiad
+		jv_summary
+		exit 0
+	fi
+	sleep 0.1
+done
+
+SHIMENV=(env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="$SOCK" JUSTITIA_LOG=stderr)
+rm -f "$JV_OUT"/{a,b}.ready "$JV_OUT/b.stop"
+(exec "${SHIMENV[@]}" "$M" -t 1 -D 120 -s 1048576 --ready "$JV_OUT/a.ready") >"$JV_OUT/a.out" 2>&1 &
+AP=$!
+(exec "${SHIMENV[@]}" "$M" -t 1 -D 120 -s 1048576 --ready "$JV_OUT/b.ready" \
+	--stop "$JV_OUT/b.stop") >"$JV_OUT/b.out" 2>&1 &
+BP=$!
+a=$(wait_file "$JV_OUT/a.ready" 120)
+b=$(wait_file "$JV_OUT/b.ready" 120)
+sleep 2
+g0=$(grant "$b")
+ga=$(grant "$a")
+echo "INFO while both run: A granted $ga bit/s, B $g0 bit/s"
+
+kill -9 "$AP"
+t0=$(jv_now)
+while :; do
+	asked=$(jv_secs "$t0") # when the poll that finds them gone started
+	(($(nflows "$a") == 0)) && break
+	(($(jv_secs "$t0" | cut -d. -f1) < 10)) || break
+	sleep 0.05
+done
+freed=$(jv_secs "$t0")
+_jv_result reclaim.freed "$(awk -v s="$asked" 'BEGIN { print (s <= 1.0) ? 1 : 0 }')" \
+	"A's flows gone when asked ${asked} s after the kill (answer at ${freed} s; $(nflows "$a") left)"
+g1=0
+while :; do
+	rose=$(jv_secs "$t0") # when the poll that finds it risen started
+	g1=$(grant "$b")
+	((g1 * 2 > g0 * 3)) && break
+	(($(jv_secs "$t0" | cut -d. -f1) < 10)) || break
+	sleep 0.1
+done
+_jv_result reclaim.grant "$( ((g0 > 0 && g1 * 2 > g0 * 3)) && awk -v s="$rose" 'BEGIN { print (s <= 3.0) ? 1 : 0 }' || echo 0)" \
+	"B granted $g0 -> $g1 bit/s, seen by a poll sent ${rose} s after the kill"
+touch "$JV_OUT/b.stop"
+rc=0
+wait "$BP" || rc=$?
+_jv_result reclaim.b.run $((rc == 0)) "mtpost B rc $rc"
+((rc)) && _jv_show "$JV_OUT/b.out" "mtpost B"
+expect_eq reclaim.b.verified yes "$(grep -q 'all verified' "$JV_OUT/b.out" && echo yes)"
+kill -TERM "$JD"
+wait "$JD"
+expect_eq reclaim.daemon.exit 0 "$?"
+jv_summary
