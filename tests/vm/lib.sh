@@ -199,6 +199,35 @@ jv_inorder() {
 	done
 }
 
+# jv_until SECONDS CMD...: run CMD every 0.2 s until it succeeds; returns 1
+# if it still fails after SECONDS
+jv_until() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS < end)) || return 1
+		sleep 0.2
+	done
+}
+
+# jv_daemon_start CONF SOCK [ARGS...]: build/justitiad -c CONF ARGS in the
+# background (JD: its pid; its log appended to CONF without .json, plus
+# .log) and wait up to 20 s for it to answer on SOCK.  Returns 1, after
+# showing the log, if it does not.
+jv_daemon_start() {
+	local conf=$1 sock=$2 end=$((SECONDS + 20))
+	shift 2
+	"$PWD/build/justitiad" -c "$conf" "$@" >>"${conf%.json}.log" 2>&1 &
+	JD=$!
+	until "$PWD/build/justctl" -s "$sock" status >/dev/null 2>&1; do
+		if ((SECONDS > end)) || ! kill -0 "$JD" 2>/dev/null; then
+			_jv_show "${conf%.json}.log" justitiad
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
 jv_summary() {
 	echo "$JV_PASSED passed, $JV_FAILED failed${JV_FAILURES[*]:+ (${JV_FAILURES[*]})}"
 	((JV_FAILED == 0))

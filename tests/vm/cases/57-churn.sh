@@ -12,7 +12,6 @@
 # client segments' pool, the control connection's buffers).
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 Q=$PWD/build/tests/qpchurn
 SOCK=/run/jc/justitiad.sock
@@ -36,18 +35,11 @@ nflows() { ctl --json flows | jq '.flows | length'; }
 # within10 AFTER BEFORE: AFTER <= 1.1 x BEFORE
 within10() { (($1 * 10 <= $2 * 11)); }
 
-"$D" -c "$JV_OUT/jc.json" >"$JV_OUT/jc.log" 2>&1 &
-JD=$!
-end=$((SECONDS + 20))
-until ctl status >/dev/null 2>&1; do
-	if ((SECONDS > end)) || ! kill -0 "$JD" 2>/dev/null; then
-		_jv_result churn.daemon 0 "justitiad did not come up"
-		_jv_show "$JV_OUT/jc.log" justitiad
-		jv_summary
-		exit 0
-	fi
-	sleep 0.1
-done
+if ! jv_daemon_start "$JV_OUT/jc.json" "$SOCK"; then
+	_jv_result churn.daemon 0 "justitiad did not come up"
+	jv_summary
+	exit 0
+fi
 
 churn() { # NAME CLASS DEVICE QPS
 	(_jv_timeout env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="$SOCK" JUSTITIA_LOG=stderr \
@@ -74,8 +66,8 @@ _jv_result churn.runs $((bad == 0)) "$PROCS processes x $QPS QPs in ${secs}s, $b
 ((bad)) && _jv_show "$JV_OUT/$badname.out" "$badname"
 # the daemon unregisters a flow when its QP is destroyed, and a client
 # when its connection closes: nothing is left once the processes are gone
-end=$((SECONDS + 10))
-while (($(nflows) != 0)) && ((SECONDS < end)); do sleep 0.2; done
+no_flows() { (($(nflows) == 0)); }
+jv_until 10 no_flows
 expect_eq churn.flows 0 "$(nflows)"
 sleep 0.5
 RSS1=$(rss_kb) FDS1=$(nfds)

@@ -11,7 +11,6 @@
 #                      counters are valid and they were read (bytes > 0)
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 R=$PWD/build/tests/flowreg
 M=$PWD/build/tests/mtpost
@@ -31,33 +30,21 @@ EOF
 ctl() { "$C" -s "$SOCK" "$@"; }
 jv_inorder on
 
-"$D" -c "$JV_OUT/js.json" >"$JV_OUT/js.log" 2>&1 &
-JD=$!
-end=$((SECONDS + 20))
-until ctl status >/dev/null 2>&1; do
-	if ((SECONDS > end)) || ! kill -0 "$JD" 2>/dev/null; then
-		_jv_result scribble.daemon 0 "justitiad did not come up"
-		_jv_show "$JV_OUT/js.log" justitiad
-		jv_summary
-		exit 0
-	fi
-	sleep 0.1
-done
+if ! jv_daemon_start "$JV_OUT/js.json" "$SOCK"; then
+	_jv_result scribble.daemon 0 "justitiad did not come up"
+	jv_summary
+	exit 0
+fi
 
 (_jv_timeout "$R" "$SOCK" 4 -d "$RXE_DEV1" -S -t 30) >"$JV_OUT/scribbler.out" 2>&1 &
 SP=$!
-end=$((SECONDS + 20))
-until grep -q "registered 4 flows" "$JV_OUT/scribbler.out" 2>/dev/null || ((SECONDS > end)); do
-	sleep 0.1
-done
+jv_until 20 grep -q "registered 4 flows" "$JV_OUT/scribbler.out"
 (_jv_timeout env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="$SOCK" JUSTITIA_LOG=stderr \
 	"$M" -t 2 -n 40 -s 1048576 --hold "$JV_OUT/good.hold") >"$JV_OUT/good.out" 2>&1 &
 GP=$!
 # while mtpost holds its QPs after the transfers: its flows and counters
-end=$((SECONDS + 240))
-until [[ -s $JV_OUT/good.hold ]] || ! kill -0 "$GP" 2>/dev/null || ((SECONDS > end)); do
-	sleep 0.2
-done
+held_or_gone() { [[ -s $JV_OUT/good.hold ]] || ! kill -0 "$GP" 2>/dev/null; }
+jv_until 240 held_or_gone
 t0=$(jv_now)
 ctl --json flows >"$JV_OUT/flows.json" 2>"$JV_OUT/flows.err"
 status_rc=$?

@@ -21,7 +21,6 @@
 . tests/vm/shimlib.sh
 jv_inorder on
 trap 'jv_inorder off' EXIT
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 P=$PWD/build/tests/integrity
 SOCK=/run/jr/justitiad.sock
@@ -41,15 +40,7 @@ cat >"$JV_OUT/jr.json" <<EOF
 EOF
 
 ctl() { "$C" -s "$SOCK" "$@"; }
-start_daemon() {
-	local end=$((SECONDS + 20))
-	"$D" -c "$JV_OUT/jr.json" ${RESTART_TRACE:+-D flow} >>"$JV_OUT/jr.log" 2>&1 &
-	JD=$!
-	until ctl status >/dev/null 2>&1; do
-		((SECONDS < end)) || return 1
-		sleep 0.1
-	done
-}
+start_daemon() { jv_daemon_start "$JV_OUT/jr.json" "$SOCK" ${RESTART_TRACE:+-D flow}; }
 # listed PID...: how many of these processes have both their QPs listed
 # (one justctl and one jq: under TCG next to four busy applications each
 # takes a good fraction of a second)
@@ -66,18 +57,9 @@ all_listed() {
 	mapfile -t l < <(live)
 	((${#l[@]} == 0)) || (($(listed "${l[@]}") == ${#l[@]}))
 }
-until_true() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.2
-	done
-}
 
 if ! start_daemon; then
 	_jv_result restart.daemon 0 "justitiad did not come up"
-	_jv_show "$JV_OUT/jr.log" justitiad
 	jv_summary
 	exit 0
 fi
@@ -102,7 +84,7 @@ for w in "${WAITS[@]}"; do
 	PIDS+=("${c:-0}")
 done
 t0=$(jv_now)
-until_true 60 all_listed
+jv_until 60 all_listed
 expect_eq restart.0.listed "${#PIDS[@]}" "$(listed "${PIDS[@]}")"
 echo "INFO every QP listed $(jv_secs "$t0") s after the applications started"
 
@@ -127,7 +109,7 @@ for n in 1 2 3; do
 			sleep 1
 		done
 	fi
-	until_true 30 all_listed
+	jv_until 30 all_listed
 	mapfile -t l < <(live)
 	expect_eq "restart.$n.relisted" "${#l[@]} of ${#l[@]} still running" \
 		"$( ((${#l[@]})) && listed "${l[@]}" || echo 0) of ${#l[@]} still running"

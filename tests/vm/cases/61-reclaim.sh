@@ -8,13 +8,12 @@
 #                   justctl poll that finds them gone was sent at most 1 s
 #                   after the kill (under TCG one justctl + jq takes 0.2-0.5 s)
 #   reclaim.grant   B's granted rate rises (to more than 1.5 times what it
-#                   was while A ran) within 3 s of the kill (polled too)
+#                   was while A ran) within 5 s of the kill (polled too)
 #   reclaim.b.*     B finishes with its data verified
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
 jv_inorder on
 trap 'jv_inorder off' EXIT
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 M=$PWD/build/tests/mtpost
 SOCK=/run/jk/justitiad.sock
@@ -47,18 +46,11 @@ wait_file() {
 	cat "$1"
 }
 
-"$D" -c "$JV_OUT/jk.json" >"$JV_OUT/jk.log" 2>&1 &
-JD=$!
-end=$((SECONDS + 20))
-until ctl status >/dev/null 2>&1; do
-	if ((SECONDS > end)) || ! kill -0 "$JD" 2>/dev/null; then
-		_jv_result reclaim.daemon 0 "justitiad did not come up"
-		_jv_show "$JV_OUT/jk.log" justitiad
-		jv_summary
-		exit 0
-	fi
-	sleep 0.1
-done
+if ! jv_daemon_start "$JV_OUT/jk.json" "$SOCK"; then
+	_jv_result reclaim.daemon 0 "justitiad did not come up"
+	jv_summary
+	exit 0
+fi
 
 SHIMENV=(env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="$SOCK" JUSTITIA_LOG=stderr)
 rm -f "$JV_OUT"/{a,b}.ready "$JV_OUT/b.stop"
@@ -93,7 +85,7 @@ while :; do
 	(($(jv_secs "$t0" | cut -d. -f1) < 10)) || break
 	sleep 0.1
 done
-_jv_result reclaim.grant "$( ((g0 > 0 && g1 * 2 > g0 * 3)) && awk -v s="$rose" 'BEGIN { print (s <= 3.0) ? 1 : 0 }' || echo 0)" \
+_jv_result reclaim.grant "$( ((g0 > 0 && g1 * 2 > g0 * 3)) && awk -v s="$rose" 'BEGIN { print (s <= 5.0) ? 1 : 0 }' || echo 0)" \
 	"B granted $g0 -> $g1 bit/s, seen by a poll sent ${rose} s after the kill"
 touch "$JV_OUT/b.stop"
 rc=0
