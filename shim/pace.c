@@ -1414,6 +1414,13 @@ int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc)
 		return 0;
 	pthread_mutex_lock(&q->lock);
 	q->ord_barrier = 0;
+	if (q->ord_blind) {
+		/* late, but it came: the order holds again (a daemon restart,
+		 * a stalled poller), so later messages may split again */
+		q->ord_blind = 0;
+		shim_log("QP %u: its ordering barrier came back late: large messages split again",
+			 q->qp->qp_num);
+	}
 	/* what waited for it goes now, from this poll */
 	if (q->busy)
 		service_locked(q, clock_now_ns());

@@ -816,6 +816,34 @@ static void barrier_lost_sends_whole(void **state)
 	drop_split_qp();
 }
 
+/* A barrier that comes back after the QP gave up on it (messages went
+ * whole meanwhile) gives the QP its splitting back. */
+static void late_barrier_gives_splitting_back(void **state)
+{
+	int split = 0;
+
+	use_split_qp();
+	post_one_write(5, 100);
+	post_one_write(7, 4000);
+	for (int i = 0; i < 3000 && provider_count() < 3; i++)
+		usleep(1000);
+	assert_int_equal(provider_count(), 3); /* 7 went whole */
+	assert_true(q->ord_blind);
+	assert_int_equal(complete_app(8), 2); /* 5 and 7; the barrier is the shim's */
+	assert_false(q->ord_blind);
+	post_one_write(9, 4000);
+	for (int i = 0; i < 3000 && !split; i++) {
+		complete_app(8);
+		pthread_mutex_lock(&prov.lock);
+		for (int k = 3; k < prov.n && k < MAXW; k++)
+			split |= prov.qp[k] == &split_qp;
+		pthread_mutex_unlock(&prov.lock);
+		usleep(1000);
+	}
+	assert_true(split);
+	drop_split_qp();
+}
+
 /* RESET with chunks in flight and WRs queued: all of it is gone, as the
  * provider's WRs are, and the QP works again right away. */
 static void reset_drops_backlog_and_chunks(void **state)
@@ -1061,6 +1089,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(backlog_split_when_chunk_shrinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_waits_for_earlier_wrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(barrier_lost_sends_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(late_barrier_gives_splitting_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(barrier_has_the_rights_of_the_message, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(unsignaled_final_is_not_remembered, setup, teardown),
