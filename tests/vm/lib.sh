@@ -210,6 +210,23 @@ jv_until() {
 	done
 }
 
+# jv_split_conf FILE RUNDIR [PACE_MODE]: a justitiad configuration for both
+# rxe devices that splits at 64 KiB (4 KiB next to a latency flow), with the
+# controller's pace_mode if given ("share": even a lone flow splits)
+jv_split_conf() {
+	local dev devs=()
+	for dev in "$RXE_DEV0" "$RXE_DEV1"; do
+		devs+=("{ \"name\": \"$dev\", \"gid_index\": $RXE_GID, \"chunk_default\": 65536, \"chunk_latency\": 4096 }")
+	done
+	{
+		echo "{"
+		echo "  \"runtime_dir\": \"$2\","
+		echo "  \"devices\": [ ${devs[0]}, ${devs[1]} ]${3:+,}"
+		[[ -n ${3:-} ]] && echo "  \"controller\": { \"pace_mode\": \"$3\" }"
+		echo "}"
+	} >"$1"
+}
+
 # jv_daemon_start CONF SOCK [ARGS...]: build/justitiad -c CONF ARGS in the
 # background (JD: its pid; its log appended to CONF without .json, plus
 # .log) and wait up to 20 s for it to answer on SOCK.  Returns 1, after

@@ -18,16 +18,7 @@ SOCK=/run/je/justitiad.sock
 SHIMENV=(env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="$SOCK" JUSTITIA_LOG=stderr)
 ARGS=(-a "$RXE_DEV1" -b "$RXE_DEV0" -g "$RXE_GID")
 
-cat >"$JV_OUT/je.json" <<EOF2
-{
-  "runtime_dir": "/run/je",
-  "devices": [
-    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
-    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ],
-  "controller": { "pace_mode": "share" }
-}
-EOF2
+jv_split_conf "$JV_OUT/je.json" /run/je share
 "$D" -c "$JV_OUT/je.json" >>"$JV_OUT/je.log" 2>&1 &
 JD=$!
 for _ in $(seq 200); do "$C" -s "$SOCK" status >/dev/null 2>&1 && break; sleep 0.1; done

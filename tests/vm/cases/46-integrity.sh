@@ -20,16 +20,7 @@ P=$PWD/build/tests/integrity
 S=$JV_OUT/stats
 SEED=20261121
 mkdir -p "$S"
-cat >"$JV_OUT/ji.json" <<EOF2
-{
-  "runtime_dir": "/run/ji",
-  "devices": [
-    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
-    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ],
-  "controller": { "pace_mode": "share" }
-}
-EOF2
+jv_split_conf "$JV_OUT/ji.json" /run/ji share
 "$D" -c "$JV_OUT/ji.json" -D flow >"$JV_OUT/ji.log" 2>&1 &
 JD=$!
 for _ in $(seq 100); do [ -S /run/ji/justitiad.sock ] && break; sleep 0.05; done

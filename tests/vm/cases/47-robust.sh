@@ -38,16 +38,7 @@ echo 100000 >/proc/sys/net/core/netdev_max_backlog
 jv_inorder on
 trap 'echo "$BACKLOG" >/proc/sys/net/core/netdev_max_backlog; jv_inorder off' EXIT
 
-cat >"$JV_OUT/jr.json" <<EOF
-{
-  "runtime_dir": "/run/jr",
-  "devices": [
-    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
-    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ],
-  "controller": { "pace_mode": "share" }
-}
-EOF
+jv_split_conf "$JV_OUT/jr.json" /run/jr share
 
 ctl() { "$C" -s "$SOCK" "$@"; }
 
@@ -82,15 +73,6 @@ wait_file() {
 	return 1
 }
 
-# until_true SECONDS CMD...: poll CMD until it succeeds
-until_true() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.2
-	done
-}
 gone() { ! kill -0 "$1" 2>/dev/null; }
 nflows_is() { [[ $(flows "$1") == "$2" ]]; }
 chunks_over() { (($(chunks "$1") > $2)); }
@@ -176,7 +158,7 @@ expect_eq fork.flows "parent 4, child 4" "parent $(flows "$parent"), child $(flo
 expect_eq fork.child.chunks yes "$(more_chunks "$child" 0)"
 rm -f "$JV_OUT/fork.hold.child"
 wait_file "$JV_OUT/fork.hold" 120 >/dev/null
-until_true 5 nflows_is "$child" 0
+jv_until 5 nflows_is "$child" 0
 expect_eq fork.child.reclaimed "0 4" "$(flows "$child") $(flows "$parent")"
 rm -f "$JV_OUT/fork.hold"
 finish fork "$T"
@@ -193,11 +175,11 @@ child=$(wait_file "$JV_OUT/fk.hold.child" 120)
 expect_eq forkkill.flows "2 2" "$(flows "$parent") $(flows "$child")"
 kill -9 "$parent"
 finish forkkill "$T" 137
-until_true 5 nflows_is "$parent" 0
+jv_until 5 nflows_is "$parent" 0
 expect_eq forkkill.parent.reclaimed "0 2" "$(flows "$parent") $(flows "$child")"
 rm -f "$JV_OUT/fk.hold.child"
-until_true 60 gone "$child"
-until_true 5 nflows_is "$child" 0
+jv_until 60 gone "$child"
+jv_until 5 nflows_is "$child" 0
 expect_eq forkkill.child.done "yes 0" \
 	"$(grep -q "mtpost (child, pid $child).*all verified" "$JV_OUT/forkkill.out" && echo yes) $(flows "$child")"
 
@@ -205,14 +187,14 @@ expect_eq forkkill.child.done "yes 0" \
 start appkill "${SHIMENV[@]}" "$M" -t 4 -D 60 --ready "$JV_OUT/ak.ready"
 T=$TPID
 pid=$(wait_file "$JV_OUT/ak.ready" 120)
-until_true 10 chunks_over "$pid" 20
+jv_until 10 chunks_over "$pid" 20
 expect_eq appkill.splitting "8 yes" "$(flows "$pid") $(more_chunks "$pid" 20)"
 kill -9 "$pid"
 finish appkill "$T" 137
 expect_eq appkill.daemon.alive "yes 0" "$(gone "$JD" || echo yes) $(ctl status >/dev/null; echo $?)"
-until_true 5 nflows_is "$pid" 0
+jv_until 5 nflows_is "$pid" 0
 expect_eq appkill.flows.freed "0 0" "$(flows "$pid") $(ctl --json status | jq .counts.flows)"
-until_true 5 eval "! rdma res show qp | grep -q 'pid $pid '"
+jv_until 5 eval "! rdma res show qp | grep -q 'pid $pid '"
 expect_eq appkill.qps.gone 0 "$(rdma res show qp | grep -c "pid $pid ")"
 run_one appkill.next "${SHIMENV[@]}" "$M" -t 4 -n 20
 
@@ -221,11 +203,11 @@ run_one appkill.next "${SHIMENV[@]}" "$M" -t 4 -n 20
 start dkill "${SHIMENV[@]}" "$M" -t 4 -D 60 --ready "$JV_OUT/dk.ready" --stop "$JV_OUT/dk.stop"
 T=$TPID
 pid=$(wait_file "$JV_OUT/dk.ready" 120)
-until_true 10 chunks_over "$pid" 20
+jv_until 10 chunks_over "$pid" 20
 expect_eq dkill.splitting yes "$(more_chunks "$pid" 20)"
 kill -9 "$JD"
 wait "$JD" 2>/dev/null
-until_true 10 grep -q 'justitiad went away' "$JV_OUT/dkill.out"
+jv_until 10 grep -q 'justitiad went away' "$JV_OUT/dkill.out"
 expect_eq dkill.failed.open yes "$(grep -q 'justitiad went away' "$JV_OUT/dkill.out" && echo yes)"
 sleep 2
 touch "$JV_OUT/dk.stop"
@@ -241,8 +223,8 @@ wait "$JD" 2>/dev/null
 start_daemon || exit 1
 # the shim reconnects (backoff: 1 s, doubling while refused) and registers
 # its QPs anew, and they split again
-until_true 20 nflows_is "$pid" 8
-until_true 15 chunks_over "$pid" 20
+jv_until 20 nflows_is "$pid" 8
+jv_until 15 chunks_over "$pid" 20
 expect_eq restart.splitting "8 yes" "$(flows "$pid") $(more_chunks "$pid" 20)"
 # and the new daemon knows their state again, not just their numbers
 expect_eq restart.state "RTS split 8" \

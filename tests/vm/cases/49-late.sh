@@ -20,15 +20,7 @@ SOCK=/run/jl/justitiad.sock
 SHIMENV=(env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="$SOCK" JUSTITIA_LOG=stderr)
 rm -f "$JV_OUT"/*.ready "$JV_OUT"/*.stop
 
-cat >"$JV_OUT/jl.json" <<EOF
-{
-  "runtime_dir": "/run/jl",
-  "devices": [
-    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
-    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ]
-}
-EOF
+jv_split_conf "$JV_OUT/jl.json" /run/jl
 
 ctl() { "$C" -s "$SOCK" "$@"; }
 
@@ -61,14 +53,6 @@ wait_file() {
 	echo "none"
 	return 1
 }
-until_true() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.2
-	done
-}
 nflows_is() { [[ $(flows "$1") == "$2" ]]; }
 ops_over() { (($(flows "$1" 'map(.ops) | add // 0') > $2)); }
 start() {
@@ -93,9 +77,9 @@ pid=$(wait_file "$JV_OUT/late.ready" 120)
 PIN_KB=$(awk '/^VmPin:/ {print $2}' "/proc/$pid/status")
 start_daemon || exit 1
 # no restart, no new QP: the shim connects by itself and registers all four
-until_true 20 nflows_is "$pid" 4
+jv_until 20 nflows_is "$pid" 4
 expect_eq late.flows 4 "$(flows "$pid")"
-until_true 20 ops_over "$pid" 0
+jv_until 20 ops_over "$pid" 0
 expect_eq late.counted yes "$(ops_over "$pid" 0 && echo yes)"
 touch "$JV_OUT/late.stop"
 finish late "$T"
@@ -111,9 +95,9 @@ start memlock "${SHIMENV[@]}" setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_l
 T=$TPID
 pid=$(wait_file "$JV_OUT/memlock.ready" 120)
 start_daemon || exit 1
-until_true 20 nflows_is "$pid" 4
+jv_until 20 nflows_is "$pid" 4
 expect_eq memlock.flows 4 "$(flows "$pid")"
-until_true 20 grep -q 'cannot create its split QP' "$JV_OUT/memlock.out"
+jv_until 20 grep -q 'cannot create its split QP' "$JV_OUT/memlock.out"
 expect_eq memlock.split.refused yes \
 	"$(grep -q 'cannot create its split QP' "$JV_OUT/memlock.out" && echo yes)"
 touch "$JV_OUT/memlock.stop"

@@ -20,15 +20,7 @@ S=$JV_OUT/stats
 SOCK=/run/jm/justitiad.sock
 SEED=20261124
 mkdir -p "$S"
-cat >"$JV_OUT/jm.json" <<EOF2
-{
-  "runtime_dir": "/run/jm",
-  "devices": [
-    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
-    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ]
-}
-EOF2
+jv_split_conf "$JV_OUT/jm.json" /run/jm
 "$D" -c "$JV_OUT/jm.json" -D flow,ctrl >"$JV_OUT/jm.log" 2>&1 &
 JD=$!
 for _ in $(seq 100); do [ -S $SOCK ] && break; sleep 0.05; done

@@ -16,16 +16,7 @@ R=$PWD/build/tests/flowreg
 M=$PWD/build/tests/mtpost
 SOCK=/run/js/justitiad.sock
 
-cat >"$JV_OUT/js.json" <<EOF
-{
-  "runtime_dir": "/run/js",
-  "devices": [
-    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
-    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ],
-  "controller": { "pace_mode": "share" }
-}
-EOF
+jv_split_conf "$JV_OUT/js.json" /run/js share
 
 ctl() { "$C" -s "$SOCK" "$@"; }
 jv_inorder on

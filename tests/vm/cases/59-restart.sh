@@ -28,16 +28,7 @@ S=$JV_OUT/stats
 BYTES=${RESTART_BYTES:-800M}
 mkdir -p "$S"
 
-cat >"$JV_OUT/jr.json" <<EOF
-{
-  "runtime_dir": "/run/jr",
-  "devices": [
-    { "name": "$RXE_DEV0", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 },
-    { "name": "$RXE_DEV1", "gid_index": $RXE_GID, "chunk_default": 65536, "chunk_latency": 4096 }
-  ],
-  "controller": { "pace_mode": "share" }
-}
-EOF
+jv_split_conf "$JV_OUT/jr.json" /run/jr share
 
 ctl() { "$C" -s "$SOCK" "$@"; }
 start_daemon() { jv_daemon_start "$JV_OUT/jr.json" "$SOCK" ${RESTART_TRACE:+-D flow}; }
