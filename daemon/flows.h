@@ -43,7 +43,7 @@ struct flow {
 	uint32_t ctl_gen;             /* controller's cache: is @device the controlled */
 	int ctl_dev;                  /* one (valid while ctl_gen matches) */
 	struct shm_counters last;     /* last sane counters read from the shim */
-	uint64_t read_ns;             /* when @last was read (registration: 0s) */
+	uint64_t read_ns;             /* when @last was read (or the slot zeroed) */
 	int scribbled;                /* the shim wrote impossible counters: @last
 				       * stays as it was, never read again */
 	/* pace mode SHARE (controller.c, share.h): the last window */
