@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* JUSTITIA_CLASS=auto (see classify.h). */
+/* JUSTITIA_CLASS=auto (see classify.h): per-QP state.  Judges a QP's
+ * class from its posts; what it decides goes to the daemon through the
+ * progress thread (progress.c), which calls the daemon link.  Works on
+ * its own state only (struct classify_state); may call: log. */
 #include "classify.h"
 
-#include "client.h"
 #include "log.h"
-#include "pace.h"
-#include "shim.h"
+#include "shm_abi.h"
 
 int shim_classify_auto;
 
@@ -19,12 +20,9 @@ static int decide(const struct classify_state *c)
 }
 
 /* Called with q->lock held. */
-void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
-			const struct ibv_send_wr *bad)
+void shim_classify_post(struct classify_state *c, uint64_t cqes, int cur,
+			const struct ibv_send_wr *wr, const struct ibv_send_wr *bad)
 {
-	struct classify_state *c = &q->classify;
-	uint64_t cqes = atomic_load_explicit(&q->st.cqe_send, memory_order_relaxed) +
-			atomic_load_explicit(&q->st.cqe_error, memory_order_relaxed);
 	uint32_t n = 0;
 	int cls;
 
@@ -59,7 +57,7 @@ void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
 	cls = decide(c);
 	c->calls = c->wrs = c->busy = 0;
 	c->bytes = 0;
-	if (cls == atomic_load_explicit(&q->cls, memory_order_relaxed)) {
+	if (cls == cur) {
 		c->streak = 0;
 		/* the first window that agrees with the class the QP has: say
 		 * so once (the tick logs it, nothing goes to the daemon) */
@@ -82,18 +80,18 @@ void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
 	}
 }
 
-void shim_classify_tick(struct shim_qp *q)
+int shim_classify_tick(struct classify_state *c, uint32_t qp_num)
 {
-	int cls = atomic_exchange_explicit(&q->classify.verdict, -1, memory_order_acq_rel);
+	int cls = atomic_exchange_explicit(&c->verdict, -1, memory_order_acq_rel);
 	static const char *const names[] = { JST_CLASS_NAME_LIST };
 
-	if (cls < 0 || !atomic_load(&q->classify.on))
-		return;
+	if (cls < 0 || !atomic_load(&c->on))
+		return -1;
 	if (cls & CLASSIFY_KEPT) {
-		shim_log("QP %u: posts like a %s flow: class kept", q->qp->qp_num,
+		shim_log("QP %u: posts like a %s flow: class kept", qp_num,
 			 names[cls & ~CLASSIFY_KEPT]);
-		return;
+		return -1;
 	}
-	shim_log("QP %u: posts like a %s flow: reclassified", q->qp->qp_num, names[cls]);
-	shim_client_report_class(q, cls);
+	shim_log("QP %u: posts like a %s flow: reclassified", qp_num, names[cls]);
+	return cls;
 }

@@ -51,15 +51,16 @@ struct classify_state {
 	int sq_sig_all;
 };
 
-struct shim_qp;
-
 /* Set when JUSTITIA_CLASS=auto. */
 extern int shim_classify_auto;
 
-/* One post call on @q (WR list @wr, the provider took those before @bad). */
-void shim_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
-			const struct ibv_send_wr *bad);
-/* Called on the progress thread's tick: apply a verdict (may block). */
-void shim_classify_tick(struct shim_qp *q);
+/* One post call on a QP of class @cur (WR list @wr, the provider took
+ * those before @bad); @cqes: its send completions polled so far. */
+void shim_classify_post(struct classify_state *c, uint64_t cqes, int cur,
+			const struct ibv_send_wr *wr, const struct ibv_send_wr *bad);
+/* Called on the progress thread's tick: take the verdict of QP @qp_num
+ * (logged).  Returns the class to report to the daemon (the caller does:
+ * that may block), or -1. */
+int shim_classify_tick(struct classify_state *c, uint32_t qp_num);
 
 #endif

@@ -19,15 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
 #include "proto.h"
-#include "shim.h"
-#include "pace.h"
+#include "segment.h"
 #include "shm_abi.h"
 
 #define CONNECT_TIMEOUT_MS 200
@@ -79,23 +77,7 @@ void shim_client_init(void)
 		shim_log("JUSTITIA_CLASS=%s is not lat|tput|bw|auto: ignored", c);
 }
 
-/* Let go of a lost daemon's segments.  A post path may still hold a
- * pointer into them for a moment (until fail-open reaches its QP, and
- * after: a thread may have loaded the slot just before), so they are never
- * unmapped: they are replaced at once by private zero pages (the daemon's
- * memory is released; a late reader sees a free slot, a late writer counts
- * into nothing) and stay mapped for the life of the process.  That costs
- * address space, one pair of segments per daemon lost, and no memory but
- * the pages a late writer touched.  Unmapping them once the QPs point
- * elsewhere crashed a posting thread in 47-robust (dkill). */
-static void retire_segment(void *p, size_t n)
-{
-	if (p)
-		mmap(p, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-	/* (if that failed, the daemon's pages stay mapped: still safe) */
-}
-
-/* Forget the connection and the daemon's segments (retire_segment()). */
+/* Forget the connection and the daemon's segments (shim_segment_retire()). */
 static void disconnect(int failed)
 {
 	if (cl.fd >= 0 && cl.pid == getpid())
@@ -106,8 +88,8 @@ static void disconnect(int failed)
 	if (atomic_load(&cl.global)) {
 		cl.need_fail_open = 1;
 		if (cl.pid == getpid()) {
-			retire_segment(atomic_load(&cl.global), cl.global_size);
-			retire_segment(cl.client, cl.client_size);
+			shim_segment_retire(atomic_load(&cl.global), cl.global_size);
+			shim_segment_retire(cl.client, cl.client_size);
 		}
 	}
 	atomic_store(&cl.global, NULL);
@@ -118,45 +100,6 @@ static void disconnect(int failed)
 			cl.backoff_ns = BACKOFF_MAX_NS;
 		cl.retry_at_ns = clock_now_ns() + cl.backoff_ns;
 	}
-}
-
-/* Map a segment the daemon sent, if it is sealed as the ABI says: against
- * resizing (a shrunk segment would fault in the post path) and, for the
- * global one, against writes through any other mapping (so that no client
- * can rewrite the rates every other client reads). */
-static void *map_fd(int fd, int prot, int seals, size_t *size)
-{
-	struct stat st;
-	int have = fcntl(fd, F_GET_SEALS);
-	void *p;
-
-	seals |= F_SEAL_SHRINK | F_SEAL_GROW;
-	if (have < 0 || (have & seals) != seals)
-		return NULL;
-	if (fstat(fd, &st) || st.st_size <= 0)
-		return NULL;
-	p = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	*size = (size_t)st.st_size;
-	return p;
-}
-
-/* The segments are an ABI: anything unexpected means "run unmanaged". */
-static int validate(const struct jst_shm_global *g, size_t gsize, const struct jst_shm_client *c,
-		    size_t csize)
-{
-	if (gsize < sizeof(*g) || g->magic != JST_SHM_GLOBAL_MAGIC ||
-	    g->version_major != JST_SHM_VERSION_MAJOR || g->header_size != sizeof(*g) ||
-	    g->slot_size != sizeof(struct jst_flow_ctl) || g->total_size != gsize ||
-	    jst_shm_global_size(g->n_slots) > gsize)
-		return -EPROTO;
-	if (csize < sizeof(*c) || c->magic != JST_SHM_CLIENT_MAGIC ||
-	    c->version_major != JST_SHM_VERSION_MAJOR || c->header_size != sizeof(*c) ||
-	    c->slot_size != sizeof(struct jst_flow_stats) || c->total_size != csize ||
-	    jst_shm_client_size(c->n_slots) > csize || c->instance != g->instance)
-		return -EPROTO;
-	return 0;
 }
 
 static json_t *call(json_t *req, int *fds, int *nfds)
@@ -197,9 +140,9 @@ static int hello(void)
 		return -ECONNREFUSED;
 	json_decref(r);
 	if (nfds == 2) {
-		g = map_fd(fds[0], PROT_READ, F_SEAL_FUTURE_WRITE, &gsize);
-		c = map_fd(fds[1], PROT_READ | PROT_WRITE, 0, &csize);
-		rc = g && c ? validate(g, gsize, c, csize) : -ENOMEM;
+		g = shim_segment_map(fds[0], PROT_READ, F_SEAL_FUTURE_WRITE, &gsize);
+		c = shim_segment_map(fds[1], PROT_READ | PROT_WRITE, 0, &csize);
+		rc = g && c ? shim_segment_validate(g, gsize, c, csize) : -ENOMEM;
 	}
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
@@ -274,7 +217,7 @@ static int ensure_connected(void)
 	 * registry's), so that no later fail-open unregisters them */
 	if (cl.need_fail_open) {
 		cl.need_fail_open = 0;
-		shim_pace_fail_open();
+		shim_client_hooks.daemon_lost();
 	}
 	/* a new daemon knows none of our QPs yet */
 	register_all();
@@ -351,7 +294,7 @@ static int register_locked(struct shim_qp *q)
 	 * exchanges QP numbers with its peer, so the peer's shim finds it */
 	if (atomic_load(&q->cls) == JST_CLASS_BANDWIDTH && q->type == IBV_QPT_RC &&
 	    atomic_load(&q->split.state) == SPLIT_NONE) {
-		int sq = shim_split_create(q);
+		int sq = shim_client_hooks.split_create(q);
 
 		if (sq >= 0) {
 			r = call(json_pack("{s:i, s:s, s:I, s:i}", "v", PROTO_VERSION, "cmd",
@@ -372,7 +315,7 @@ static int register_locked(struct shim_qp *q)
 			json_decref(call(req, NULL, NULL));
 		}
 	}
-	shim_pace_update(q);
+	shim_client_hooks.flow_changed(q);
 	return 0;
 }
 
@@ -409,7 +352,7 @@ void shim_client_poll(void)
 	cl.need_fail_open = 0;
 	pthread_mutex_unlock(&cl.lock);
 	if (gone)
-		shim_pace_fail_open();
+		shim_client_hooks.daemon_lost();
 	/* reconnecting registers every QP anew (and may need the registry
 	 * lock, which fail-open took and released above) */
 	pthread_mutex_lock(&cl.lock);
@@ -445,7 +388,7 @@ int shim_client_report_class(struct shim_qp *q, int cls)
 		json_decref(r);
 	}
 	pthread_mutex_unlock(&cl.lock);
-	shim_pace_update(q);
+	shim_client_hooks.flow_changed(q);
 	return 0;
 }
 
@@ -464,7 +407,7 @@ void shim_client_qp_created(struct shim_qp *q, struct ibv_qp *qp)
 	/* no daemon yet: the progress thread keeps asking (shim_client_poll),
 	 * so that one started later manages this QP without a restart */
 	if (!connected)
-		shim_pace_start_thread();
+		shim_client_hooks.start_thread();
 }
 
 static const char *state_name(enum ibv_qp_state s)
@@ -548,7 +491,7 @@ out:
 	if (q->split.qp) {
 		int before = atomic_load(&q->split.state);
 
-		shim_split_follow(q, attr, mask, peer_split);
+		shim_client_hooks.split_follow(q, attr, mask, peer_split);
 		if (atomic_load(&q->split.state) != before && q->flow_id) {
 			int now = atomic_load(&q->split.state);
 
@@ -564,7 +507,7 @@ out:
 			if (now == SPLIT_PACE_ONLY)
 				shim_log("QP %u: the peer has no Justitia split QP: pacing whole messages",
 					 q->qp->qp_num);
-			shim_pace_update(q);
+			shim_client_hooks.flow_changed(q);
 		}
 	}
 }

@@ -12,9 +12,26 @@
 
 #include <infiniband/verbs.h>
 
+#include "registry.h"
 #include "shm_abi.h"
 
-struct shim_qp;
+/* What the daemon link tells the layers above it.  It never calls the
+ * pacer or the splitter itself: wiring.c fills this in. */
+struct shim_client_hooks {
+	/* @q's slot or class changed: re-decide how it posts */
+	void (*flow_changed)(struct shim_qp *q);
+	/* the daemon is gone: every QP posts unpaced */
+	void (*daemon_lost)(void);
+	/* a flow is managed: start the thread that also polls the daemon */
+	int (*start_thread)(void);
+	/* the daemon wants @q split: its split QP's number, or -errno */
+	int (*split_create)(struct shim_qp *q);
+	/* @q moved as @attr/@mask say: its split QP follows (@peer_split:
+	 * the peer's split QP, -1: none) */
+	void (*split_follow)(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask,
+			     int peer_split);
+};
+extern const struct shim_client_hooks shim_client_hooks;
 
 void shim_client_init(void);
 /* A QP was created: register it (connecting first if needed). */
@@ -36,6 +53,16 @@ void shim_client_qp_warning(struct shim_qp *q, char *buf, size_t len);
 /* The shim classified @q itself (JUSTITIA_CLASS=auto): tell the daemon.
  * Blocks on the daemon's socket: never from a post path. */
 int shim_client_report_class(struct shim_qp *q, int cls);
+/* Add posted WRs to the flow's counters in the daemon's shared memory. */
+static inline void shim_client_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
+{
+	struct jst_flow_stats *s = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+
+	if (s && wrs) {
+		atomic_fetch_add_explicit(&s->ops, wrs, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
+	}
+}
 /* fork(): the child must not talk on the parent's connection. */
 void shim_client_atfork_child(void);
 

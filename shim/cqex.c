@@ -12,7 +12,8 @@
 #include "shim.h"
 #include "inject.h"
 #include "log.h"
-#include "pace.h"
+#include "backlogs.h"
+#include "pacectl.h"
 
 #include <errno.h>
 #include <stdlib.h>

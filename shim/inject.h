@@ -30,6 +30,23 @@ int shim_inject_fix(struct ibv_cq *cq, struct ibv_wc *wc, int got, int n);
 int shim_inject_is_marker(struct ibv_cq *cq, uint64_t wr_id, uint32_t qp_num, struct ibv_wc *out);
 /* Take one owed completion of @cq that waits for no marker; 1 if any. */
 int shim_inject_take_ready(struct ibv_cq *cq, struct ibv_wc *out);
+/* The opcode of the completion a WR of opcode @op gets. */
+static inline enum ibv_wc_opcode shim_wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
+	case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+	case IBV_WR_TSO: return IBV_WC_TSO;
+	case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
+	default: return IBV_WC_SEND;
+	}
+}
+
 /* fork(): the child owes nothing (the parent's CQs are not its own). */
 void shim_inject_atfork_child(void);
 

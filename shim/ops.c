@@ -16,14 +16,14 @@
 #include "inject.h"
 #include "log.h"
 #include "pace.h"
+#include "pacectl.h"
+#include "split.h"
 #include "splitmsg.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
-
-__thread int shim_busy;
 
 /* Which QP record?  A one-entry per-thread cache, valid while no QP was
  * destroyed since (shim_qp_epoch), keeps the hash lookup off the hot path. */
@@ -44,8 +44,6 @@ static inline struct shim_qp *qp_record(struct ibv_qp *qp)
 	post_cache.epoch = e;
 	return post_cache.q;
 }
-
-int shim_count_all; /* JUSTITIA_STATS asked: count latency QPs too */
 
 /* Everything but the latency fast path, out of line so that the fast path
  * needs no stack frame. */
@@ -80,11 +78,11 @@ __attribute__((noinline)) static int post_send_slow(struct ibv_qp *qp, struct ib
 		rc = q->sctx->post_send(qp, wr, bad);
 		shim_pace_posted_direct(q);
 		n = stats_account_send(&q->st, wr, rc ? *bad : NULL, rc, &bytes);
-		shim_ops_publish(q, n, bytes);
+		shim_client_publish(q, n, bytes);
 		/* JUSTITIA_CLASS=auto: a sample (never wait for the lock) */
 		if (atomic_load_explicit(&q->classify.on, memory_order_relaxed) &&
 		    !pthread_mutex_trylock(&q->lock)) {
-			shim_classify_post(q, wr, rc ? *bad : NULL);
+			shim_qp_classify_post(q, wr, rc ? *bad : NULL);
 			pthread_mutex_unlock(&q->lock);
 		}
 		return rc;
@@ -267,16 +265,6 @@ static struct ibv_cq_ex *shim_create_cq_ex(struct ibv_context *ctx, struct ibv_c
 	if (cq)
 		shim_cqex_wrap(cq);
 	return cq;
-}
-
-void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
-{
-	struct jst_flow_stats *s = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
-
-	if (s && wrs) {
-		atomic_fetch_add_explicit(&s->ops, wrs, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
-	}
 }
 
 struct shim_ctx *shim_ops_attach(struct ibv_context *ctx)

@@ -26,7 +26,9 @@
 #include "client.h"
 #include "inject.h"
 #include "log.h"
-#include "pace.h"
+#include "order.h"
+#include "pacectl.h"
+#include "split.h"
 #include "window.h"
 
 #include <dlfcn.h>
@@ -76,6 +78,7 @@ static void atfork_child(void)
 	shim_registry_atfork_child();
 	shim_client_atfork_child();
 	shim_pace_atfork_child();
+	shim_split_atfork_child();
 	shim_inject_atfork_child();
 	/* a child that uses no verbs itself writes no report (it would
 	 * clobber the parent's when JUSTITIA_STATS has no %p) */

@@ -26,7 +26,9 @@
  * The shim holds a critical region of its own from ibv_wr_start to
  * ibv_wr_complete/abort (wrbuf_enter), since a buffered batch never enters
  * the provider's. */
+#include "client.h"
 #include "pace.h"
+#include "pacectl.h"
 #include "shim.h"
 #include "wrbuf.h"
 
@@ -85,7 +87,7 @@ static int replay(void *arg)
 	if (rc)
 		return rc;
 	n = stats_account_wr_api(&q->st, wrbuf_list(&q->wrb), NULL, &bytes);
-	shim_ops_publish(q, n, bytes);
+	shim_client_publish(q, n, bytes);
 	shim_pace_charge(q, n, bytes);
 	return 0;
 }
@@ -123,7 +125,7 @@ static int w_complete(struct ibv_qp_ex *qpx)
 		rc = ORIG(q, wr_complete)(qpx);
 		shim_pace_posted_direct(q);
 		n = stats_batch_commit(&q->st, &q->batch, rc, &bytes);
-		shim_ops_publish(q, n, bytes);
+		shim_client_publish(q, n, bytes);
 		shim_pace_charge(q, n, bytes);
 	}
 	wrbuf_leave(&q->wrb);

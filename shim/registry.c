@@ -131,6 +131,8 @@ struct shim_qp *shim_qp_find_sure(const struct ibv_context *ctx, uint32_t qpn)
 }
 
 _Atomic unsigned shim_qp_epoch;
+__thread int shim_busy;
+int shim_count_all; /* JUSTITIA_STATS asked: count latency QPs too */
 
 /* Put a record no bucket links any more at the end of the free list
  * (reg_lock held). */
@@ -411,7 +413,6 @@ void shim_registry_atfork_child(void)
 		pthread_cond_init(&q->wrb.cond, NULL);
 	}
 	atomic_fetch_add(&shim_qp_epoch, 1);
-	atomic_store(&shim_split_qps, 0); /* the parent's */
 	n_retired = 0;
 	memset(&retired_overflow, 0, sizeof(retired_overflow));
 	n_retired_overflow = 0;

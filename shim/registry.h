@@ -5,17 +5,20 @@
 #ifndef JUSTITIA_SHIM_REGISTRY_H
 #define JUSTITIA_SHIM_REGISTRY_H
 
+#include <errno.h>
 #include <infiniband/verbs.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "shm_abi.h"
 #include "classify.h"
-#include "split.h"
+#include "splitstate.h"
 #include "sq.h"
 #include "stats.h"
 #include "window.h"
 #include "wrbuf.h"
+
+struct pend_wr; /* a WR in the backlog (splitjob.h) */
 
 typedef int (*post_send_fn)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **);
 typedef int (*post_recv_fn)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **);
@@ -32,32 +35,6 @@ struct shim_ctx {
 	create_qp_ex_fn create_qp_ex;         /* NULL if the provider has none */
 	create_cq_ex_fn create_cq_ex;         /* the same */
 	char device[IBV_SYSFS_NAME_MAX];
-};
-
-/* Provider originals of the ibv_qp_ex function pointers the shim wraps. */
-struct shim_qpex_orig {
-	void (*wr_atomic_cmp_swp)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t);
-	void (*wr_atomic_fetch_add)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t);
-	void (*wr_bind_mw)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t,
-			   const struct ibv_mw_bind_info *);
-	void (*wr_local_inv)(struct ibv_qp_ex *, uint32_t);
-	void (*wr_rdma_read)(struct ibv_qp_ex *, uint32_t, uint64_t);
-	void (*wr_rdma_write)(struct ibv_qp_ex *, uint32_t, uint64_t);
-	void (*wr_rdma_write_imm)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32);
-	void (*wr_send)(struct ibv_qp_ex *);
-	void (*wr_send_imm)(struct ibv_qp_ex *, __be32);
-	void (*wr_send_inv)(struct ibv_qp_ex *, uint32_t);
-	void (*wr_send_tso)(struct ibv_qp_ex *, void *, uint16_t, uint16_t);
-	void (*wr_set_inline_data)(struct ibv_qp_ex *, void *, size_t);
-	void (*wr_set_inline_data_list)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *);
-	void (*wr_set_sge)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t);
-	void (*wr_set_sge_list)(struct ibv_qp_ex *, size_t, const struct ibv_sge *);
-	void (*wr_start)(struct ibv_qp_ex *);
-	int (*wr_complete)(struct ibv_qp_ex *);
-	void (*wr_abort)(struct ibv_qp_ex *);
-	void (*wr_atomic_write)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *);
-	void (*wr_set_ud_addr)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t);
-	void (*wr_set_xrc_srqn)(struct ibv_qp_ex *, uint32_t);
 };
 
 struct shim_qp {
@@ -112,6 +89,50 @@ struct shim_qp {
 	struct shim_qp *busy_next;
 	struct shim_qp *free_next;
 };
+
+/* Set while the shim itself calls into verbs, so that its own work is
+ * neither counted nor intercepted again (every layer makes such calls). */
+extern __thread int shim_busy;
+/* Set when JUSTITIA_STATS asks for exact counts of every QP. */
+extern int shim_count_all;
+
+/* Whether the provider completes @wr on @q with a CQE. */
+static inline int shim_qp_signaled(const struct shim_qp *q, const struct ibv_send_wr *wr)
+{
+	return q->classify.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+}
+
+/* Post @wr alone on the application's QP, counted in its send queue. */
+static inline int shim_qp_post_app(struct shim_qp *q, struct ibv_send_wr *wr,
+				   struct ibv_send_wr **bad)
+{
+	int rc = q->sctx->post_send(q->qp, wr, bad);
+
+	if (!rc)
+		shim_sq_posted(&q->sq, shim_qp_signaled(q, wr));
+	return rc;
+}
+
+/* The provider has no room on the application's QP now (its send queue
+ * holds the shim's barrier as well, or the application's count is not
+ * known): the WR waits in the backlog for a completion to free an entry,
+ * and nothing queued on a healthy QP is flushed. */
+static inline int shim_no_room(int rc)
+{
+	return rc == ENOMEM || rc == -ENOMEM;
+}
+
+/* JUSTITIA_CLASS=auto: one post call on @q as a sample (classify.h);
+ * called with q->lock held. */
+static inline void shim_qp_classify_post(struct shim_qp *q, const struct ibv_send_wr *wr,
+					 const struct ibv_send_wr *bad)
+{
+	uint64_t cqes = atomic_load_explicit(&q->st.cqe_send, memory_order_relaxed) +
+			atomic_load_explicit(&q->st.cqe_error, memory_order_relaxed);
+
+	shim_classify_post(&q->classify, cqes, atomic_load_explicit(&q->cls, memory_order_relaxed),
+			   wr, bad);
+}
 
 /* Context records.  shim_ctx_find() is lock free. */
 struct shim_ctx *shim_ctx_find(const struct ibv_context *ctx);

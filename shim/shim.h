@@ -7,10 +7,6 @@
 
 #include "registry.h"
 
-/* Set while the shim itself calls into verbs, so that its own work is
- * neither counted nor intercepted again. */
-extern __thread int shim_busy;
-
 /* Take over the ops of a context (idempotent).  Returns its record or NULL
  * when it cannot be tracked (the context then stays untouched). */
 struct shim_ctx *shim_ops_attach(struct ibv_context *ctx);
@@ -18,11 +14,6 @@ struct shim_ctx *shim_ops_attach(struct ibv_context *ctx);
  * @max_send_wr: the send queue size the provider granted (0: unknown). */
 struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via,
 				  uint32_t max_send_wr);
-/* Set when JUSTITIA_STATS asks for exact counts of every QP. */
-extern int shim_count_all;
-
-/* Add posted WRs to the flow's counters in the daemon's shared memory. */
-void shim_ops_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes);
 
 /* A completion polled from a CQ of @ctx: show a split message's full
  * length, count it.  Returns 1 when it is the shim's own ordering barrier

@@ -8,34 +8,14 @@
 #include <string.h>
 
 #include "log.h"
-#include "pace.h"
-#include "shim.h"
+#include "registry.h"
+#include "splitmsg.h"
 
 _Atomic unsigned shim_split_qps;
 
-int shim_split_sges(const struct ibv_sge *sg, int nsge, uint64_t off, uint64_t len,
-		    struct ibv_sge *out, int max)
+void shim_split_atfork_child(void)
 {
-	int n = 0;
-
-	for (int i = 0; i < nsge && len; i++) {
-		uint64_t l = sg[i].length, take;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		if (n == max)
-			return -1;
-		take = l - off < len ? l - off : len;
-		out[n].addr = sg[i].addr + off;
-		out[n].length = (uint32_t)take;
-		out[n].lkey = sg[i].lkey;
-		n++;
-		len -= take;
-		off = 0;
-	}
-	return len ? -1 : n;
+	atomic_store(&shim_split_qps, 0); /* the parent's */
 }
 
 int shim_split_create(struct shim_qp *q)
@@ -91,7 +71,7 @@ int shim_split_create(struct shim_qp *q)
 	shim_busy = saved;
 	sp->peer_split_qpn = -1;
 	atomic_store(&sp->state, SPLIT_CREATED);
-	rc = shim_pace_watch(q);
+	rc = shim_split_hooks.watch(q);
 	if (rc) {
 		shim_split_destroy(q);
 		return rc;
@@ -214,7 +194,7 @@ void shim_split_destroy(struct shim_qp *q)
 	struct ibv_cq *cq;
 	int saved = shim_busy;
 
-	shim_pace_unwatch(q);
+	shim_split_hooks.unwatch(q);
 	/* the progress thread looks at these under q->lock */
 	pthread_mutex_lock(&q->lock);
 	ch = sp->ch;

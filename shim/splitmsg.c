@@ -10,9 +10,8 @@
 #include <sys/mman.h>
 
 #include "log.h"
-#include "pace.h"
-#include "shim.h"
-#include "split.h"
+#include "registry.h"
+#include "sge.h"
 
 #define WIRE_MAGIC 0x4a53504cu /* "JSPL" */
 #define WIRE_VERSION 1

@@ -33,76 +33,9 @@
 #define JUSTITIA_SHIM_SPLITMSG_H
 
 #include <infiniband/verbs.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
-#define SPLITMSG_SLOTS 8              /* control receives kept posted */
-#define SPLITMSG_SLOT_SIZE 256
-#define SPLITMSG_MAX_SEG 8            /* receive buffer segments per message */
-#define SPLITMSG_RX_MAX 65536         /* receives tracked per QP */
-#define SPLITMSG_TIMEOUT_NS 2000000000ull
-
-/* wr_id tags on the split QP; data chunks carry their pend_wr (8-aligned) */
-#define SPLITMSG_TAG_MASK 7u
-#define SPLITMSG_TAG_SEND 1u
-#define SPLITMSG_TAG_RECV 2u
-
-enum splitmsg_kind {
-	SPLITMSG_ONE_SIDED,     /* RDMA WRITE / READ: no help needed */
-	SPLITMSG_SEND,
-	SPLITMSG_WRITE_IMM,
-};
-
-enum splitmsg_phase {
-	SPLITMSG_HDR,           /* HDR not sent yet */
-	SPLITMSG_WAIT,          /* waiting for READY */
-	SPLITMSG_DATA,          /* READY came: chunks go */
-};
-
-struct splitmsg_seg {
-	uint64_t addr;
-	uint32_t rkey;
-	uint32_t len;
-};
-
-/* One receive the application posted on a QP that has a split QP. */
-struct splitmsg_rx {
-	struct splitmsg_rx *next;
-	uint64_t idx;
-	uint64_t total;         /* bytes its SGEs hold */
-	uint64_t full_len;      /* 0, or the length of the split message it gets */
-	int nmr;
-	struct ibv_mr *mr[SPLITMSG_MAX_SEG];
-	int nsge;
-	struct ibv_sge sge[];
-};
-
-/* The final chunk of a split message, posted on the application's QP: its
- * completion must report the message's length (an RDMA READ's byte_len
- * is the bytes read), not the chunk's. */
-struct splitmsg_fin {
-	struct splitmsg_fin *next;
-	uint64_t wr_id;
-	uint64_t full_len;
-	uint32_t piece;
-	int opcode;             /* enum ibv_wc_opcode */
-};
-
-/* Per split QP (struct shim_split).  Guarded by the QP's lock. */
-struct splitmsg_state {
-	struct ibv_mr *mr;      /* control slots: SLOTS receive, SLOTS send */
-	uint8_t *buf;
-	unsigned send_next;
-	struct splitmsg_rx *rx_head, *rx_tail;
-	uint64_t rx_next;       /* index the next posted receive gets */
-	size_t rx_len;
-	int rx_off;             /* answer WHOLE: SRQ, untracked receives */
-	int tx_off;             /* the peer did not answer once: no more */
-	int slots_posted;
-	uint64_t tx_base;       /* receive-consuming sends before the last reset */
-	struct splitmsg_fin *fin_head, *fin_tail;
-	_Atomic unsigned fin_len;
-};
+#include "splitstate.h"
 
 struct shim_qp;
 struct pend_wr;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry.h"
 
 #define KEEP_ENTS 1024
 #define KEEP_BYTES (1u << 20)

@@ -36,6 +36,32 @@
 enum wrbuf_set { WRBUF_SET_NONE, WRBUF_SET_SGE, WRBUF_SET_SGE_LIST, WRBUF_SET_INLINE,
 		 WRBUF_SET_INLINE_LIST };
 
+/* Provider originals of the ibv_qp_ex function pointers the shim wraps. */
+struct shim_qpex_orig {
+	void (*wr_atomic_cmp_swp)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t);
+	void (*wr_atomic_fetch_add)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t);
+	void (*wr_bind_mw)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t,
+			   const struct ibv_mw_bind_info *);
+	void (*wr_local_inv)(struct ibv_qp_ex *, uint32_t);
+	void (*wr_rdma_read)(struct ibv_qp_ex *, uint32_t, uint64_t);
+	void (*wr_rdma_write)(struct ibv_qp_ex *, uint32_t, uint64_t);
+	void (*wr_rdma_write_imm)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32);
+	void (*wr_send)(struct ibv_qp_ex *);
+	void (*wr_send_imm)(struct ibv_qp_ex *, __be32);
+	void (*wr_send_inv)(struct ibv_qp_ex *, uint32_t);
+	void (*wr_send_tso)(struct ibv_qp_ex *, void *, uint16_t, uint16_t);
+	void (*wr_set_inline_data)(struct ibv_qp_ex *, void *, size_t);
+	void (*wr_set_inline_data_list)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *);
+	void (*wr_set_sge)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t);
+	void (*wr_set_sge_list)(struct ibv_qp_ex *, size_t, const struct ibv_sge *);
+	void (*wr_start)(struct ibv_qp_ex *);
+	int (*wr_complete)(struct ibv_qp_ex *);
+	void (*wr_abort)(struct ibv_qp_ex *);
+	void (*wr_atomic_write)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *);
+	void (*wr_set_ud_addr)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t);
+	void (*wr_set_xrc_srqn)(struct ibv_qp_ex *, uint32_t);
+};
+
 struct wrbuf_ent {
 	struct ibv_send_wr wr;      /* sg_list, next (and tso.hdr): wrbuf_list() */
 	unsigned int wr_flags;      /* the application's, before INLINE was added */
@@ -62,8 +88,6 @@ struct wrbuf {
 	unsigned char *data;
 	size_t n_data, cap_data;
 };
-
-struct shim_qpex_orig;
 
 /* Once per record (the registry's records are never freed). */
 void wrbuf_init(struct wrbuf *b);

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "../../shim/classify.c"
+#include "../../shim/registry.h"
 #include "../../shim/log.c"
 
 static int reported = -1;
@@ -28,11 +29,23 @@ static int logged(const char *what)
 	return n;
 }
 
-int shim_client_report_class(struct shim_qp *q, int cls)
+/* One post call, as the post paths sample it (registry.h) */
+static void sample(struct shim_qp *q, const struct ibv_send_wr *wr, const struct ibv_send_wr *bad)
 {
-	atomic_store(&q->cls, cls);
-	reported = cls;
-	return 0;
+	shim_classify_post(&q->classify, atomic_load(&q->st.cqe_send), atomic_load(&q->cls), wr,
+			   bad);
+}
+
+/* The progress thread's tick: what the classifier decided goes to the
+ * daemon (the daemon's answer sets the class). */
+static void tick(struct shim_qp *q)
+{
+	int cls = shim_classify_tick(&q->classify, q->qp->qp_num);
+
+	if (cls >= 0) {
+		atomic_store(&q->cls, cls);
+		reported = cls;
+	}
 }
 
 static struct shim_qp *new_qp(void)
@@ -61,11 +74,11 @@ static void post(struct shim_qp *q, int calls, int per_call, uint32_t size, int 
 					     .sg_list = &sg, .num_sge = 1,
 					     .send_flags = IBV_SEND_SIGNALED };
 	for (int c = 0; c < calls; c++) {
-		shim_classify_post(q, w, NULL);
+		sample(q, w, NULL);
 		if (wait)
 			atomic_fetch_add(&q->st.cqe_send, (uint64_t)per_call);
 	}
-	shim_classify_tick(q);
+	tick(q);
 }
 
 static void ping_pong_is_latency(void **state)
@@ -98,11 +111,11 @@ static void moderated_pipeline_is_throughput(void **state)
 
 	for (int i = 1; i <= 2 * CLASSIFY_WINDOW; i++) {
 		w.send_flags = i % 100 ? 0 : IBV_SEND_SIGNALED;
-		shim_classify_post(q, &w, NULL);
+		sample(q, &w, NULL);
 		if (i % 100 == 28) /* the completion of WR i - 28 */
 			atomic_fetch_add(&q->st.cqe_send, 1);
 	}
-	shim_classify_tick(q);
+	tick(q);
 	assert_int_equal(reported, JST_CLASS_THROUGHPUT);
 	free(q);
 }

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: MIT
+/* Pacer control (see pacectl.h): whether each QP is direct, paced or
+ * windowed, from its class and the daemon's slot; the progress thread that
+ * re-decides that every TICK_NS, posts backlogs when tokens are due and
+ * reaps split completions; and QP resets, destruction and fail-open.  One
+ * progress thread per process sleeps in epoll on a timerfd (next token due
+ * or next tick), an eventfd (a backlog appeared) and the split QPs'
+ * completion channels: no core spins.  Pacer layer, its top with pace.c;
+ * may call: drain, backlogs, the daemon link (client.c: poll, report a
+ * class), the per-QP state (registry, classify, window, sq), log. */
+#include "pacectl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backlogs.h"
+#include "clock.h"
+#include "client.h"
+#include "drain.h"
+#include "log.h"
+#include "slot.h"
+
+#define TICK_NS 10000000ull          /* re-read grants, check the daemon */
+#define EV_WAKE 1                    /* epoll tags; anything larger is a QP */
+#define EV_TIMER 2
+
+static struct {
+	pid_t pid;                       /* process whose thread runs */
+	int efd, tfd, ep;
+	pthread_t th;
+	_Atomic pid_t started;           /* pid once its thread runs */
+} pg = { .efd = -1, .tfd = -1, .ep = -1 };
+
+/* JUSTITIA_STATS "pacer" (stats.h) */
+static _Atomic uint64_t n_wakeups, n_thread_drains, n_poll_drains;
+
+int shim_poll_yield = 1;
+
+static int daemon_alive(const struct jst_flow_ctl *slot)
+{
+	const struct jst_shm_global *g = shim_client_global();
+	uint64_t hb;
+
+	if (!g || !slot)
+		return 0;
+	if (!(atomic_load_explicit(&g->flags, memory_order_acquire) & JST_G_RUNNING))
+		return 0;
+	hb = atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed);
+	/* the same age as client.c's: between 1 and 2 s of a busy daemon's
+	 * silence the QPs went direct (unpaced) while the client still
+	 * called it alive */
+	return hb + JST_HEARTBEAT_STALE_NS > clock_now_ns();
+}
+
+/* @q's slot if the daemon manages it as a flow the shim may hold back: an
+ * RC QP, not latency, the daemon alive and the slot still @q's flow's (not
+ * freed or recycled for another flow, shim/slot.h); else NULL. */
+static const struct jst_flow_ctl *managed_slot(struct shim_qp *q)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	struct shim_slot_view v;
+
+	if (!slot || atomic_load_explicit(&q->cls, memory_order_relaxed) == JST_CLASS_LATENCY ||
+	    q->type != IBV_QPT_RC || !daemon_alive(slot) ||
+	    shim_slot_read(slot, q->flow_id, &v) == -ESTALE)
+		return NULL;
+	return slot;
+}
+
+/* Paced means: managed (@slot, managed_slot()) and the daemon grants a
+ * finite rate. */
+static int wants_pacing(struct shim_qp *q, const struct jst_flow_ctl *slot)
+{
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+
+	if (!slot)
+		return 0;
+	if (atomic_load_explicit(&q->split.state, memory_order_relaxed) == SPLIT_READY &&
+	    (atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_SPLIT))
+		return 1;
+	if (!(atomic_load_explicit(&slot->flags, memory_order_relaxed) & JST_F_PACE))
+		return 0;
+	if (cls == JST_CLASS_THROUGHPUT)
+		return atomic_load_explicit(&slot->ops_per_s, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&slot->rate_bps, memory_order_relaxed) != 0;
+}
+
+/* ------------------------------------------------------------ progress thread */
+
+/* QPs with a class verdict to report (classify.c): reported after the
+ * registry walk, as reporting takes the client's lock (lock order). */
+static struct {
+	struct shim_qp *q[16];
+	unsigned gen[16];
+	size_t n;
+} verdicts;
+
+static int reevaluate(struct shim_qp *q)
+{
+	if (atomic_load_explicit(&q->classify.verdict, memory_order_acquire) >= 0 &&
+	    verdicts.n < 16) {
+		verdicts.q[verdicts.n] = q;
+		verdicts.gen[verdicts.n++] = atomic_load(&q->gen);
+	}
+	shim_pace_update(q);
+	return 0;
+}
+
+static void report_verdicts(void)
+{
+	for (size_t i = 0; i < verdicts.n; i++)
+		if (atomic_load(&verdicts.q[i]->gen) == verdicts.gen[i]) {
+			struct shim_qp *q = verdicts.q[i];
+			int cls = shim_classify_tick(&q->classify, q->qp->qp_num);
+
+			if (cls >= 0)
+				shim_client_report_class(q, cls);
+		}
+	verdicts.n = 0;
+}
+
+static void arm(uint64_t at)
+{
+	struct itimerspec its = { 0 };
+
+	its.it_value.tv_sec = (time_t)(at / 1000000000ull);
+	its.it_value.tv_nsec = (long)(at % 1000000000ull);
+	timerfd_settime(pg.tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Completions of split chunks: the thread sleeps on the channel's fd. */
+static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_cq *cq;
+	void *ctx;
+
+	pthread_mutex_lock(&q->lock);
+	if (!sp->ch) {
+		pthread_mutex_unlock(&q->lock);
+		return;
+	}
+	while (ibv_get_cq_event(sp->ch, &cq, &ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		sp->armed = false; /* re-armed when needed (drain_service_locked) */
+	}
+	{
+		uint64_t due = drain_service_locked(q, now);
+
+		if (due && due < *next)
+			*next = due;
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void *progress_main(void *arg)
+{
+	uint64_t next_tick = 0;
+
+	shim_busy = 1; /* this thread's verbs calls are the shim's own */
+	for (;;) {
+		struct epoll_event ev[16];
+		uint64_t now, next, buf;
+		struct shim_qp *list[64];
+		size_t n = 0;
+		int nev;
+
+		nev = epoll_wait(pg.ep, ev, 16, -1);
+		if (nev < 0 && errno != EINTR)
+			break;
+		atomic_fetch_add_explicit(&n_wakeups, 1, memory_order_relaxed);
+		if (read(pg.efd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
+			/* nothing to drain */
+		}
+		if (read(pg.tfd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
+			/* not expired yet */
+		}
+		now = clock_now_ns();
+		if (now >= next_tick) {
+			shim_client_poll();
+			shim_registry_foreach(reevaluate);
+			report_verdicts();
+			next_tick = now + TICK_NS;
+		}
+		next = next_tick;
+		for (int i = 0; i < nev; i++)
+			if (ev[i].data.u64 > EV_TIMER)
+				split_events((struct shim_qp *)(uintptr_t)ev[i].data.u64, now, &next);
+		/* take the busy QPs a handful at a time; each under its lock */
+		n = backlogs_list(list, 64, NULL, 0);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t due;
+			int busy;
+
+			pthread_mutex_lock(&list[i]->lock);
+			due = list[i]->busy ? drain_service_locked(list[i], now) : 0;
+			busy = list[i]->busy;
+			atomic_fetch_add_explicit(&n_thread_drains, 1, memory_order_relaxed);
+			pthread_mutex_unlock(&list[i]->lock);
+			if (busy && shim_app_polling(list[i], now)) {
+				/* the application's polls post what is due and
+				 * reap the chunks: look again only in case it
+				 * stopped polling, a little after the next
+				 * token is due (not every APP_POLL_NS: a 1 MiB
+				 * token at tens of MB/s is due every few tens
+				 * of ms), or after APP_POLL_NS when it waits
+				 * for completions */
+				due = (due > now ? due : now) + APP_POLL_NS;
+			}
+			if (due && due < next)
+				next = due;
+		}
+		if (n == 64)
+			next = now; /* more waiting: come straight back */
+		arm(next);
+	}
+	return NULL;
+}
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int progress_start_locked(void);
+
+/* Start the progress thread once per process (two QPs created at once by
+ * two threads must not start two). */
+static int progress_start(void)
+{
+	int rc;
+
+	if (atomic_load_explicit(&pg.started, memory_order_acquire) == getpid())
+		return 0;
+	pthread_mutex_lock(&start_lock);
+	rc = progress_start_locked();
+	pthread_mutex_unlock(&start_lock);
+	return rc;
+}
+
+int shim_pace_start_thread(void)
+{
+	return progress_start();
+}
+
+static int progress_start_locked(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	sigset_t all, old;
+	int rc;
+
+	if (pg.ep >= 0 && pg.pid == getpid())
+		return 0;
+	pg.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	pg.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	pg.ep = epoll_create1(EPOLL_CLOEXEC);
+	if (pg.efd < 0 || pg.tfd < 0 || pg.ep < 0)
+		goto out_close;
+	ev.data.u64 = EV_WAKE;
+	if (epoll_ctl(pg.ep, EPOLL_CTL_ADD, pg.efd, &ev))
+		goto out_close;
+	ev.data.u64 = EV_TIMER;
+	if (epoll_ctl(pg.ep, EPOLL_CTL_ADD, pg.tfd, &ev))
+		goto out_close;
+	/* the application's signals are not ours to take */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	backlogs_set_wake(pg.efd);
+	rc = pthread_create(&pg.th, NULL, progress_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		goto out_close;
+	pthread_setname_np(pg.th, "justitia-pace");
+	pthread_detach(pg.th);
+	pg.pid = getpid();
+	arm(clock_now_ns() + TICK_NS);
+	atomic_store_explicit(&pg.started, pg.pid, memory_order_release);
+	return 0;
+out_close:
+	shim_log_once("cannot start the pacing thread: QPs stay unpaced");
+	if (pg.efd >= 0)
+		close(pg.efd);
+	if (pg.tfd >= 0)
+		close(pg.tfd);
+	if (pg.ep >= 0)
+		close(pg.ep);
+	pg.efd = pg.tfd = pg.ep = -1;
+	backlogs_set_wake(-1);
+	return -1;
+}
+
+int shim_pace_progress(struct ibv_cq *cq)
+{
+	struct shim_qp *list[8];
+	size_t n = backlogs_list(list, 8, cq, 1);
+	uint64_t now;
+	int held = 0;
+
+	if (!n)
+		return 0;
+	now = clock_now_ns();
+	for (size_t i = 0; i < n; i++) {
+		atomic_store_explicit(&list[i]->app_poll_ns, now, memory_order_relaxed);
+		/* never wait for a lock in the application's poll */
+		if (pthread_mutex_trylock(&list[i]->lock))
+			continue;
+		if (list[i]->busy) {
+			drain_service_locked(list[i], now);
+			atomic_fetch_add_explicit(&n_poll_drains, 1, memory_order_relaxed);
+		}
+		held |= list[i]->busy;
+		pthread_mutex_unlock(&list[i]->lock);
+	}
+	return held;
+}
+
+int shim_pace_watch(struct shim_qp *q)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)q };
+
+	if (progress_start())
+		return -EAGAIN;
+	return epoll_ctl(pg.ep, EPOLL_CTL_ADD, q->split.ch->fd, &ev) ? -errno : 0;
+}
+
+void shim_pace_unwatch(struct shim_qp *q)
+{
+	if (q->split.ch && pg.ep >= 0 && pg.pid == getpid())
+		epoll_ctl(pg.ep, EPOLL_CTL_DEL, q->split.ch->fd, NULL);
+}
+
+/* ------------------------------------------------------------ mode changes */
+
+void shim_pace_update(struct shim_qp *q)
+{
+	const struct jst_flow_ctl *slot = managed_slot(q);
+	int want = wants_pacing(q, slot);
+	/* direct, but the daemon manages the flow (pace mode off): windowed */
+	int win = !want && slot && shim_window_bytes;
+
+	/* (the window's give-up timer is the progress thread's too) */
+	if ((want || win) && progress_start())
+		want = win = 0;
+	pthread_mutex_lock(&q->lock);
+	if (atomic_load_explicit(&q->win.on, memory_order_relaxed) != win)
+		q->win.wait_since = 0; /* (a wait from before paced mode is not one) */
+	atomic_store_explicit(&q->win.on, win, memory_order_relaxed);
+	atomic_store_explicit(&q->fast, 0, memory_order_relaxed);
+	if (!want && !atomic_load_explicit(&q->direct, memory_order_relaxed)) {
+		/* back to direct: what is queued goes first, unpaced */
+		atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+		drain_locked(q, clock_now_ns());
+	} else if (want) {
+		atomic_store_explicit(&q->direct, 0, memory_order_relaxed);
+	}
+	drain_set_fast_locked(q);
+	pthread_mutex_unlock(&q->lock);
+}
+
+int shim_pace_recheck(struct shim_qp *q)
+{
+	const struct jst_shm_global *g = shim_client_global();
+	uint32_t gen;
+
+	if (!g || !atomic_load_explicit(&q->slot, memory_order_relaxed))
+		return 0;
+	gen = atomic_load_explicit(&g->mode_gen, memory_order_acquire);
+	if (gen == atomic_load_explicit(&q->mode_gen, memory_order_relaxed))
+		return 0;
+	atomic_store_explicit(&q->mode_gen, gen, memory_order_relaxed);
+	shim_pace_update(q);
+	return 1;
+}
+
+/* Forget @q's backlog without completions.  Called with q->lock held. */
+static void drop_backlog_locked(struct shim_qp *q)
+{
+	struct pend_wr *p;
+
+	backlogs_remove(q);
+	while ((p = q->bl_head)) {
+		q->bl_head = p->next;
+		free(p);
+	}
+	q->bl_tail = NULL;
+	q->bl_len = 0;
+	q->tw_since = 0;
+}
+
+void shim_pace_qp_reset(struct shim_qp *q)
+{
+	struct ibv_wc wc[16];
+
+	pthread_mutex_lock(&q->lock);
+	drop_backlog_locked(q);
+	/* the split QP was reset with it: what its CQ still holds refers to
+	 * the WRs just dropped */
+	if (q->split.cq)
+		while (q->sctx->poll_cq(q->split.cq, 16, wc) > 0) {
+		}
+	q->split.c_done = q->split.c_posted;
+	q->split.c_since_sig = 0;
+	atomic_store_explicit(&q->ord_dirty, 0, memory_order_relaxed);
+	q->ord_barrier = 0;
+	shim_window_reset(&q->win);
+	shim_sq_reset(&q->sq);
+	drain_set_fast_locked(q);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void shim_pace_qp_gone(struct shim_qp *q)
+{
+	pthread_mutex_lock(&q->lock);
+	drop_backlog_locked(q);
+	shim_window_reset(&q->win);
+	shim_sq_fini(&q->sq);
+	atomic_store_explicit(&q->win.on, 0, memory_order_relaxed);
+	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static int fail_open_one(struct shim_qp *q)
+{
+	pthread_mutex_lock(&q->lock);
+	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
+	atomic_store_explicit(&q->win.on, 0, memory_order_relaxed);
+	if (q->bl_head)
+		drain_locked(q, clock_now_ns());
+	/* the daemon's memory is no longer ours to read or write */
+	atomic_store_explicit(&q->slot, NULL, memory_order_release);
+	atomic_store_explicit(&q->shm_stats, NULL, memory_order_release);
+	q->flow_id = 0;
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+void shim_pace_fail_open(void)
+{
+	shim_registry_foreach(fail_open_one);
+}
+
+void shim_pace_atfork_child(void)
+{
+	backlogs_atfork_child();
+	pg.ep = pg.efd = pg.tfd = -1; /* the parent's, shared: leave them */
+	pg.pid = 0;
+	atomic_store(&pg.started, 0);
+	pthread_mutex_init(&start_lock, NULL);
+}
+
+void shim_pace_counters(struct stats_pacer *out)
+{
+	clockid_t cid;
+	struct timespec ts;
+
+	out->wakeups = atomic_load_explicit(&n_wakeups, memory_order_relaxed);
+	out->thread_drains = atomic_load_explicit(&n_thread_drains, memory_order_relaxed);
+	out->poll_drains = atomic_load_explicit(&n_poll_drains, memory_order_relaxed);
+	out->thread_cpu_ns = 0;
+	if (atomic_load_explicit(&pg.started, memory_order_acquire) == getpid() &&
+	    !pthread_getcpuclockid(pg.th, &cid) && !clock_gettime(cid, &ts))
+		out->thread_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
