@@ -132,7 +132,9 @@ $(DAEMON): $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
-$(JUSTCTL): $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_metrics.o $(B)/obj/common/proto.o
+JUSTCTL_OBJS := $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_args.o $(B)/obj/tools/ctl_daemon.o \
+	$(B)/obj/tools/ctl_show.o $(B)/obj/tools/ctl_text.o $(B)/obj/tools/ctl_metrics.o
+$(JUSTCTL): $(JUSTCTL_OBJS) $(B)/obj/common/proto.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
 

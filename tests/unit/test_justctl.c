@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of tools/justctl.c: arguments -> request, reply -> text, exit
- * codes, and whole runs against a fake daemon on a temporary socket. */
+/* Unit tests of justctl: tools/justctl.c and its modules ctl_args.c,
+ * ctl_show.c, ctl_daemon.c and ctl_text.c: arguments -> request, reply ->
+ * text, exit codes, and whole runs against a fake daemon on a temporary
+ * socket. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-/* justctl.c's main() becomes justctl_main(); proto.c is included too so
- * that this test links alone (tests/unit/test_*.c are single objects). */
+/* justctl.c's main() becomes justctl_main(); its modules and proto.c are
+ * included too so that this test links alone (tests/unit/test_*.c are
+ * single objects). */
 #define main justctl_main
 int justctl_main(int argc, char **argv);
 #include "../../tools/justctl.c"
 #undef main
+#include "../../tools/ctl_args.c"
+#include "../../tools/ctl_daemon.c"
+#include "../../tools/ctl_show.c"
+#include "../../tools/ctl_text.c"
 #include "../../common/proto.c"
 #include "../../tools/ctl_metrics.c"
 
@@ -150,13 +157,13 @@ static void rates(void **state UNUSED)
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		uint64_t bps = 0;
-		int rc = parse_rate(t[i].in, &bps);
+		int rc = ctl_parse_rate(t[i].in, &bps);
 
 		if (rc != t[i].rc || (!rc && bps != t[i].bps))
 			fail_msg("parse_rate('%s') = %d, %" PRIu64 "; want %d, %" PRIu64, t[i].in,
 				 rc, bps, t[i].rc, t[i].bps);
 	}
-	assert_int_equal(parse_rate(NULL, NULL), -EINVAL);
+	assert_int_equal(ctl_parse_rate(NULL, NULL), -EINVAL);
 }
 
 static void expect_fmt(char *got, const char *want)
@@ -167,37 +174,37 @@ static void expect_fmt(char *got, const char *want)
 
 static void formats(void **state UNUSED)
 {
-	expect_fmt(fmt_rate(25000000000ull), "25.0 Gbit/s");
-	expect_fmt(fmt_rate(400000000ull), "400.0 Mbit/s");
-	expect_fmt(fmt_rate(0), "0 bit/s");
-	expect_fmt(fmt_rate(999), "999 bit/s");
-	expect_fmt(fmt_rate(1000), "1.0 kbit/s");
-	expect_fmt(fmt_rate(999999999), "1.0 Gbit/s");
-	expect_fmt(fmt_rate(UINT64_MAX), "18.4 Ebit/s");
-	expect_fmt(fmt_bytes(1610612736ull), "1.5 GiB");
-	expect_fmt(fmt_bytes(0), "0 B");
-	expect_fmt(fmt_bytes(1023), "1023 B");
-	expect_fmt(fmt_bytes(1024), "1.0 KiB");
-	expect_fmt(fmt_bytes(65536), "64.0 KiB");
-	expect_fmt(fmt_bytes(1048575), "1.0 MiB");
-	expect_fmt(fmt_bytes(UINT64_MAX), "16.0 EiB");
-	expect_fmt(fmt_ns(850), "850 ns");
-	expect_fmt(fmt_ns(12345), "12.3 us");
-	expect_fmt(fmt_ns(999999), "1.00 ms");
-	expect_fmt(fmt_ns(1250000), "1.25 ms");
-	expect_fmt(fmt_ns(2000000000ull), "2.00 s");
-	expect_fmt(fmt_uptime(999), "0s");
-	expect_fmt(fmt_uptime(125000), "2m 5s");
-	expect_fmt(fmt_uptime(3723000), "1h 2m 3s");
-	expect_fmt(fmt_uptime(90061000), "1d 1h 1m 1s");
+	expect_fmt(ctl_fmt_rate(25000000000ull), "25.0 Gbit/s");
+	expect_fmt(ctl_fmt_rate(400000000ull), "400.0 Mbit/s");
+	expect_fmt(ctl_fmt_rate(0), "0 bit/s");
+	expect_fmt(ctl_fmt_rate(999), "999 bit/s");
+	expect_fmt(ctl_fmt_rate(1000), "1.0 kbit/s");
+	expect_fmt(ctl_fmt_rate(999999999), "1.0 Gbit/s");
+	expect_fmt(ctl_fmt_rate(UINT64_MAX), "18.4 Ebit/s");
+	expect_fmt(ctl_fmt_bytes(1610612736ull), "1.5 GiB");
+	expect_fmt(ctl_fmt_bytes(0), "0 B");
+	expect_fmt(ctl_fmt_bytes(1023), "1023 B");
+	expect_fmt(ctl_fmt_bytes(1024), "1.0 KiB");
+	expect_fmt(ctl_fmt_bytes(65536), "64.0 KiB");
+	expect_fmt(ctl_fmt_bytes(1048575), "1.0 MiB");
+	expect_fmt(ctl_fmt_bytes(UINT64_MAX), "16.0 EiB");
+	expect_fmt(ctl_fmt_ns(850), "850 ns");
+	expect_fmt(ctl_fmt_ns(12345), "12.3 us");
+	expect_fmt(ctl_fmt_ns(999999), "1.00 ms");
+	expect_fmt(ctl_fmt_ns(1250000), "1.25 ms");
+	expect_fmt(ctl_fmt_ns(2000000000ull), "2.00 s");
+	expect_fmt(ctl_fmt_uptime(999), "0s");
+	expect_fmt(ctl_fmt_uptime(125000), "2m 5s");
+	expect_fmt(ctl_fmt_uptime(3723000), "1h 2m 3s");
+	expect_fmt(ctl_fmt_uptime(90061000), "1d 1h 1m 1s");
 }
 
 static void sanitizing(void **state UNUSED)
 {
 	char a[] = "ok\x1b[31mred\x07\x7f", b[] = "caf\xc3\xa9 \xc2\x9b" "2J";
 
-	assert_string_equal(sanitize(a), "ok?[31mred??");
-	assert_string_equal(sanitize(b), "caf\xc3\xa9 ??2J");
+	assert_string_equal(ctl_sanitize(a), "ok?[31mred??");
+	assert_string_equal(ctl_sanitize(b), "caf\xc3\xa9 ??2J");
 }
 
 /* ------------------------------------------------------------ requests */
@@ -360,13 +367,13 @@ static const char status_text[] =
 
 static void status_table(void **state UNUSED)
 {
-	expect_render(show_status, status_reply, status_text);
+	expect_render(ctl_show_status, status_reply, status_text);
 }
 
 static void status_sparse(void **state UNUSED)
 {
 	/* no measurement, reference down with an error, no devices */
-	expect_render(show_status,
+	expect_render(ctl_show_status,
 		      "{\"v\":1,\"ok\":true,\"controller\":{\"mode\":\"unattainable\","
 		      "\"current99_ns\":null,\"reference\":{\"state\":\"down\",\"peer\":null,"
 		      "\"error\":\"connect: No route to host\",\"samples\":0}},\"devices\":[]}",
@@ -386,35 +393,35 @@ static void status_sparse(void **state UNUSED)
 		      "no devices\n");
 	/* an instance given as a string is shown as well */
 	{
-		char *t = render(show_status, "{\"daemon\":{\"instance\":\"a1\"}}");
+		char *t = render(ctl_show_status, "{\"daemon\":{\"instance\":\"a1\"}}");
 
 		assert_non_null(strstr(t, "\ninstance:    a1\n"));
 		free(t);
 	}
 	/* wrong types everywhere: no crash, dashes */
-	free(render(show_status,
+	free(render(ctl_show_status,
 		    "{\"daemon\":3,\"controller\":[],\"devices\":{},\"counts\":\"x\"}"));
-	free(render(show_status, "{\"devices\":[1,null,{\"name\":7,\"port\":-1}]}"));
+	free(render(ctl_show_status, "{\"devices\":[1,null,{\"name\":7,\"port\":-1}]}"));
 }
 
 /* the QP watcher's line: on with its counts, off with its reason */
 static void status_qpwatch(void **state UNUSED)
 {
-	char *t = render(show_status, "{\"counts\":{\"unmanaged\":2},\"qpwatch\":{\"state\":\"on\","
+	char *t = render(ctl_show_status, "{\"counts\":{\"unmanaged\":2},\"qpwatch\":{\"state\":\"on\","
 					"\"mode\":\"fentry\",\"reason\":null,\"qps\":5,\"lost\":0}}");
 
 	assert_non_null(strstr(t, "\nqpwatch:     on (fentry), 5 user QPs, 2 unmanaged\n\n"));
 	free(t);
-	t = render(show_status, "{\"counts\":{\"unmanaged\":0},\"qpwatch\":{\"state\":\"on\","
+	t = render(ctl_show_status, "{\"counts\":{\"unmanaged\":0},\"qpwatch\":{\"state\":\"on\","
 				"\"mode\":\"kprobe\",\"reason\":null,\"qps\":1,\"lost\":3}}");
 	assert_non_null(strstr(t, "\nqpwatch:     on (kprobe), 1 user QPs, 0 unmanaged, records lost\n"));
 	free(t);
-	t = render(show_status, "{\"counts\":{\"unmanaged\":null},\"qpwatch\":{\"state\":\"off\","
+	t = render(ctl_show_status, "{\"counts\":{\"unmanaged\":null},\"qpwatch\":{\"state\":\"off\","
 				"\"mode\":null,\"reason\":\"ib_core is not loaded\\u001b[2J\"}}");
 	assert_non_null(strstr(t, "\nqpwatch:     off: ib_core is not loaded?[2J\n"));
 	free(t);
 	/* an older daemon has no watcher: no line at all */
-	t = render(show_status, "{\"counts\":{}}");
+	t = render(ctl_show_status, "{\"counts\":{}}");
 	assert_null(strstr(t, "qpwatch"));
 	free(t);
 }
@@ -423,7 +430,7 @@ static void status_qpwatch(void **state UNUSED)
  * calibration */
 static void status_controller(void **state UNUSED)
 {
-	char *t = render(show_status,
+	char *t = render(ctl_show_status,
 			 "{\"controller\":{\"mode\":\"normal\",\"reference\":{\"state\":\"up\"},"
 			 "\"max_rate_source\":\"calibrated\",\"device\":{\"name\":\"rxe1\","
 			 "\"port\":1},\"floor_bps\":200000000,\"action\":\"decrease\","
@@ -438,7 +445,7 @@ static void status_controller(void **state UNUSED)
 				  "last 2.5 s\n"));
 	assert_non_null(strstr(t, "\ncalibration: done, measured 9.5 Gbit/s\n"));
 	free(t);
-	t = render(show_status, "{\"controller\":{\"max_rate_source\":\"link\",\"trace\":[],"
+	t = render(ctl_show_status, "{\"controller\":{\"max_rate_source\":\"link\",\"trace\":[],"
 				"\"calibration\":{\"state\":\"failed\",\"max_rate_bps\":null,"
 				"\"error\":\"no reference peer is up\"}}}");
 	assert_non_null(
@@ -448,7 +455,7 @@ static void status_controller(void **state UNUSED)
 				  "up\n"));
 	free(t);
 	/* a throughput flow's rate is in operations */
-	t = render(show_flows, "{\"flows\":[{\"id\":3,\"class\":\"throughput\","
+	t = render(ctl_show_flows, "{\"flows\":[{\"id\":3,\"class\":\"throughput\","
 			       "\"paced_rate_bps\":null,\"paced_ops_per_s\":2400000}]}");
 	assert_non_null(strstr(t, "2.4 Mop/s"));
 	free(t);
@@ -482,27 +489,27 @@ static const char flows_text[] =
 
 static void flows_table(void **state UNUSED)
 {
-	expect_render(show_flows, flows_reply, flows_text);
-	expect_render(show_flows, "{\"v\":1,\"ok\":true,\"flows\":[]}", "no flows\n");
-	expect_render(show_flows, "{\"v\":1,\"ok\":true}", "no flows\n");
+	expect_render(ctl_show_flows, flows_reply, flows_text);
+	expect_render(ctl_show_flows, "{\"v\":1,\"ok\":true,\"flows\":[]}", "no flows\n");
+	expect_render(ctl_show_flows, "{\"v\":1,\"ok\":true}", "no flows\n");
 }
 
 static void set_and_version(void **state UNUSED)
 {
-	expect_render(show_set, "{\"v\":1,\"ok\":true,\"changed\":{\"target99_us\":200}}",
+	expect_render(ctl_show_set, "{\"v\":1,\"ok\":true,\"changed\":{\"target99_us\":200}}",
 		      "target99_us: 200\n");
-	expect_render(show_set,
+	expect_render(ctl_show_set,
 		      "{\"v\":1,\"ok\":true,\"changed\":{\"max_rate_bps\":{\"rxe0\":400000000},"
 		      "\"policy\":\"ignore_latency\"}}",
 		      "max_rate_bps: {\"rxe0\":400000000}\npolicy: ignore_latency\n");
-	expect_render(show_set,
+	expect_render(ctl_show_set,
 		      "{\"v\":1,\"ok\":true,\"changed\":{\"max_rate_bps\":25000000000,"
 		      "\"devices\":2}}",
 		      "max_rate_bps: 25.0 Gbit/s\ndevices: 2\n");
-	expect_render(show_set, "{\"v\":1,\"ok\":true,\"changed\":{}}", "nothing changed\n");
-	expect_render(show_version, "{\"v\":1,\"ok\":true,\"version\":\"0.1.0\",\"protocol\":1}",
+	expect_render(ctl_show_set, "{\"v\":1,\"ok\":true,\"changed\":{}}", "nothing changed\n");
+	expect_render(ctl_show_version, "{\"v\":1,\"ok\":true,\"version\":\"0.1.0\",\"protocol\":1}",
 		      "justctl " JUSTITIA_VERSION " (protocol 1)\njustitiad 0.1.0 (protocol 1)\n");
-	expect_render(show_version, "{\"v\":1,\"ok\":true}",
+	expect_render(ctl_show_version, "{\"v\":1,\"ok\":true}",
 		      "justctl " JUSTITIA_VERSION " (protocol 1)\njustitiad -\n");
 }
 
