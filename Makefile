@@ -53,13 +53,13 @@ msg = @printf '  %-7s %s\n' $(1) $(2)
 endif
 
 # ---------------------------------------------------------------- shim
-SHIM_SRCS := $(wildcard shim/*.c) common/proto.c
+SHIM_SRCS := $(wildcard shim/*.c) common/proto.c common/proto_client.c
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SHIM_LIB  := $(B)/libjustitia.so
 SHIM_LIBS := -libverbs -ljansson -ldl -pthread
 
 # ---------------------------------------------------------------- daemon, justctl
-COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/log.o
+COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/proto_client.o $(B)/obj/common/log.o
 DAEMON_SRCS := $(filter-out %.bpf.c,$(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
 DAEMON      := $(B)/justitiad
@@ -134,7 +134,7 @@ $(DAEMON): $(DAEMON_OBJS) $(COMMON_OBJS)
 
 JUSTCTL_OBJS := $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_args.o $(B)/obj/tools/ctl_daemon.o \
 	$(B)/obj/tools/ctl_show.o $(B)/obj/tools/ctl_text.o $(B)/obj/tools/ctl_metrics.o
-$(JUSTCTL): $(JUSTCTL_OBJS) $(B)/obj/common/proto.o
+$(JUSTCTL): $(JUSTCTL_OBJS) $(B)/obj/common/proto.o $(B)/obj/common/proto_client.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
 

@@ -18,3 +18,4 @@
 #include "../shim/window.c"
 #include "../shim/sq.c"
 #include "../common/proto.c"
+#include "../common/proto_client.c"

@@ -20,6 +20,7 @@ int justctl_main(int argc, char **argv);
 #include "../../tools/ctl_show.c"
 #include "../../tools/ctl_text.c"
 #include "../../common/proto.c"
+#include "../../common/proto_client.c"
 #include "../../tools/ctl_metrics.c"
 
 #include <pthread.h>
