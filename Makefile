@@ -98,9 +98,14 @@ QPWATCH_SKEL := $(B)/bpf/qpwatch.skel.h
 QPWATCH_DEPS := daemon/qpwatch.bpf.c daemon/qpwatch.vmlinux.h daemon/qpwatch_event.h
 
 # ---------------------------------------------------------------- test programs
+# Each tests/progs/*.c is one program; tests/progs/lib/*.c are the helpers
+# they share (RC setup, verification), linked as an archive so that each
+# program takes only what it uses.
 PROG_SRCS := $(wildcard tests/progs/*.c)
 PROGS     := $(PROG_SRCS:tests/progs/%.c=$(B)/tests/%)
 PROG_LIBS := -libverbs -lrdmacm -ljansson -lpthread
+PROGLIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(wildcard tests/progs/lib/*.c))
+PROGLIB      := $(B)/tests/libprogs.a
 
 # ---------------------------------------------------------------- unit tests
 # tests/unit/test_<module>.c #includes the module's .c to reach its statics,
@@ -146,7 +151,12 @@ $(JUSTSIM): $(B)/obj/tools/justsim.o $(SIM_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTSIM_LIBS)
 
-$(B)/tests/%: $(B)/obj/tests/progs/%.o $(COMMON_OBJS)
+$(PROGLIB): $(PROGLIB_OBJS)
+	$(call msg,AR,$@)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(B)/tests/%: $(B)/obj/tests/progs/%.o $(PROGLIB) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(PROG_LIBS)

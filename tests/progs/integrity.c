@@ -78,6 +78,7 @@
  * completion or a stall, which end the run).  Exit 0 only when everything
  * was verified. */
 #include <endian.h>
+#include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <inttypes.h>
@@ -89,6 +90,7 @@
 #include <time.h>
 
 #include "justitia.h"
+#include "lib/rc.h"
 
 #define MAX_SGE 4
 #define MAX_BATCH 8
@@ -103,19 +105,6 @@ enum op { OP_WRITE, OP_READ, OP_SEND, OP_WRITE_IMM, OP_MAX };
 static const char *const op_name[OP_MAX] = { "RDMA_WRITE", "RDMA_READ", "SEND",
 					     "RDMA_WRITE_WITH_IMM" };
 static const char *const op_short[OP_MAX] = { "WRITE", "READ", "SEND", "WRITE_IMM" };
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_qp_ex *qpx;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	uint64_t size, head; /* the ring: next allocation at head */
-	union ibv_gid gid;
-	const char *name;
-};
 
 struct msg {
 	uint64_t seq;
@@ -152,7 +141,7 @@ static struct {
 	int timeout;
 } opt = { "rxe1", "rxe0", NULL, 1, 0, 8, 1, 512ull << 20, 64u << 20, -1, 0, 14 };
 
-static struct side A, B;
+static struct rc_side A, B;
 static struct msg fifo[MAX_DEPTH];
 static unsigned fifo_head, fifo_n;
 static struct wc_log req_log, recv_log;
@@ -389,97 +378,28 @@ static uint64_t fill_list(const struct ibv_sge *sg, int n, uint64_t seq)
 
 /* ------------------------------------------------------------ verbs setup */
 
-static struct ibv_context *open_dev(const char *name)
+static void setup(struct rc_side *s, const char *dev, int extended)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	if (!list)
-		fatal("no RDMA devices");
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		fatal("cannot open device %s", name);
-	return ctx;
-}
-
-static void setup(struct side *s, const char *dev, int extended)
-{
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	struct ibv_qp_cap cap = { .max_send_wr = opt.depth, .max_recv_wr = opt.depth,
 				  .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE };
+	uint64_t size = ((2ull * opt.max_size + RING_SLACK) + 4095) & ~4095ull;
+	char why[256];
 
-	s->name = dev;
-	s->ctx = open_dev(dev);
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, (int)(2 * opt.depth + 8), NULL, NULL, 0);
-	s->size = ((2ull * opt.max_size + RING_SLACK) + 4095) & ~4095ull;
-	s->buf = aligned_alloc(4096, s->size);
-	if (!s->pd || !s->cq || !s->buf)
-		fatal("%s: setup failed", dev);
-	s->mr = ibv_reg_mr(s->pd, s->buf, s->size, access);
-	if (!s->mr)
-		fatal("%s: ibv_reg_mr of %" PRIu64 " bytes failed", dev, s->size);
-	if (ibv_query_gid(s->ctx, 1, opt.gidx, &s->gid))
-		fatal("%s: ibv_query_gid(%d) failed", dev, opt.gidx);
-	if (extended) {
-		struct ibv_qp_init_attr_ex a = {
-			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC, .cap = cap,
-			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-			.pd = s->pd,
-			.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-					  IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ,
-		};
-
-		s->qp = ibv_create_qp_ex(s->ctx, &a);
-		if (s->qp)
-			s->qpx = ibv_qp_to_qp_ex(s->qp);
-		if (!s->qpx)
-			fatal("%s: ibv_create_qp_ex/ibv_qp_to_qp_ex failed", dev);
-	} else {
-		struct ibv_qp_init_attr a = { .send_cq = s->cq, .recv_cq = s->cq,
-					      .qp_type = IBV_QPT_RC, .cap = cap, .sq_sig_all = 0 };
-
-		s->qp = ibv_create_qp(s->pd, &a);
-		if (!s->qp)
-			fatal("%s: ibv_create_qp failed", dev);
-	}
+	if (rc_side_open(s, dev, opt.gidx, (int)(2 * opt.depth + 8), size, &cap, extended, why,
+			 sizeof(why)))
+		fatal("%s", why);
 }
 
-static void connect_qp(struct side *s, const struct side *peer)
+static void connect_qp(struct rc_side *s, const struct rc_side *peer)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ };
+	struct rc_peer p = { .qpn = peer->qp->qp_num, .gid = peer->gid, .gidx = opt.gidx,
+			     .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_REMOTE_READ,
+			     .rd_atomic = 4, .timeout = (uint8_t)opt.timeout };
+	const char *step;
 
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		fatal("%s: INIT failed", s->name);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = (uint8_t)opt.gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		fatal("%s: RTR failed", s->name);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = (uint8_t)opt.timeout;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		fatal("%s: RTS failed", s->name);
+	if (rc_connect(s->qp, &p, &step))
+		fatal("%s: %s failed", s->name, step);
 }
 
 /* ------------------------------------------------------------ drawing messages */
@@ -603,7 +523,7 @@ static struct msg *fifo_at(unsigned i)
 
 /* Where @need bytes fit in @s's ring (-1: not now).  In use is everything
  * from the oldest outstanding message's region to head, in ring order. */
-static int64_t ring_fit(const struct side *s, int64_t oldest, uint64_t need)
+static int64_t ring_fit(const struct rc_side *s, int64_t oldest, uint64_t need)
 {
 	uint64_t h = s->head;
 
@@ -1307,18 +1227,8 @@ int main(int argc, char **argv)
 	}
 	printf("integrity: OK\n");
 
-	ibv_destroy_qp(A.qp);
-	ibv_destroy_qp(B.qp);
-	ibv_dereg_mr(A.mr);
-	ibv_dereg_mr(B.mr);
-	ibv_destroy_cq(A.cq);
-	ibv_destroy_cq(B.cq);
-	ibv_dealloc_pd(A.pd);
-	ibv_dealloc_pd(B.pd);
-	ibv_close_device(A.ctx);
-	ibv_close_device(B.ctx);
-	free(A.buf);
-	free(B.buf);
+	rc_side_close(&A);
+	rc_side_close(&B);
 	free(req_log.v);
 	free(recv_log.v);
 	return 0;

@@ -57,6 +57,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/rc.h"
+
 #define MAX_WINDOW 16
 #define MAX_THREADS 64
 #define GUARD 64                 /* bytes after a message that must stay untouched */
@@ -196,26 +198,13 @@ static void write_pid_file(const char *path)
 		die("cannot write %s: %s", path, strerror(errno));
 }
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	if (!list)
-		die("no RDMA devices");
-	for (int i = 0; list[i] && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die("cannot open device %s", name);
-	return ctx;
-}
-
 static void dev_open(struct dev *d, const char *name, int gidx)
 {
+	char why[128];
+
 	d->name = name;
-	d->ctx = open_dev(name);
+	if (rc_open_device(name, &d->ctx, why, sizeof(why)))
+		die("%s", why);
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd)
 		die("%s: ibv_alloc_pd failed", name);
@@ -225,12 +214,9 @@ static void dev_open(struct dev *d, const char *name, int gidx)
 
 static struct ibv_qp *make_qp(struct dev *d, struct ibv_cq *cq, uint32_t depth)
 {
-	struct ibv_qp_init_attr a = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = depth, .max_recv_wr = depth,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(d->pd, &a);
+	struct ibv_qp_cap cap = { .max_send_wr = depth, .max_recv_wr = depth,
+				  .max_send_sge = 1, .max_recv_sge = 1 };
+	struct ibv_qp *qp = rc_create_qp(d->pd, cq, &cap);
 
 	if (!qp)
 		die("%s: ibv_create_qp failed: %s", d->name, strerror(errno));
@@ -240,36 +226,14 @@ static struct ibv_qp *make_qp(struct dev *d, struct ibv_cq *cq, uint32_t depth)
 static void connect_qp(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid, int gidx,
 		       int timeout, const char *name)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ };
+	struct rc_peer p = { .qpn = dest, .gid = *dgid, .gidx = gidx,
+			     .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_REMOTE_READ,
+			     .rd_atomic = 4, .timeout = (uint8_t)timeout };
+	const char *step;
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		die("%s: INIT failed", name);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("%s: RTR failed", name);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = (uint8_t)timeout;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("%s: RTS failed", name);
+	if (rc_connect(qp, &p, &step))
+		die("%s: %s failed", name, step);
 }
 
 static void setup(struct run *r)
@@ -451,58 +415,62 @@ static void verify_slot(struct worker *w, int s)
 static const enum ibv_wc_opcode wc_op[OP_MAX] = { IBV_WC_RDMA_WRITE, IBV_WC_RDMA_READ,
 						  IBV_WC_SEND };
 
+/* Reap one CQ of the pair: the send completions of qp_a (@recv 0), or the
+ * receive completions of qp_b (@recv 1).  Under the pair's lock.  Returns
+ * how many. */
+static int reap_cq(struct run *r, struct pair *p, int recv)
+{
+	struct ibv_qp *qp = recv ? p->qp_b : p->qp_a;
+	uint64_t *done = recv ? &p->done_rseq : &p->done_seq;
+	struct ibv_wc wc[16];
+	int n;
+
+	n = ibv_poll_cq(recv ? p->cq_b : p->cq_a, 16, wc);
+	if (n < 0)
+		die("ibv_poll_cq failed");
+	for (int i = 0; i < n; i++) {
+		uint64_t seq = wc[i].wr_id >> 16;
+		int wi = (int)(wc[i].wr_id >> 8 & 0xff), si = (int)(wc[i].wr_id & 0xff);
+		struct slot *sl;
+
+		if (wc[i].status != IBV_WC_SUCCESS && !recv)
+			die("QP %u: completion error %s (seq %" PRIu64 ", vendor_err %u)",
+			    qp->qp_num, ibv_wc_status_str(wc[i].status), seq, wc[i].vendor_err);
+		if (wc[i].status != IBV_WC_SUCCESS)
+			die("QP %u: receive completion error %s (seq %" PRIu64 ")", qp->qp_num,
+			    ibv_wc_status_str(wc[i].status), seq);
+		if (wi >= r->o->threads || si >= r->o->window || seq != *done ||
+		    (recv && !(wc[i].opcode & IBV_WC_RECV))) {
+			if (recv)
+				die("QP %u: receive out of order: seq %" PRIu64 ", expected %" PRIu64,
+				    qp->qp_num, seq, *done);
+			die("QP %u: completion out of order: seq %" PRIu64 " (thread %d), expected %" PRIu64,
+			    qp->qp_num, seq, wi, *done);
+		}
+		sl = &r->w[wi].slot[si];
+		if (!recv && (!sl->busy || sl->seq != seq || wc[i].opcode != wc_op[sl->op]))
+			die("QP %u: completion seq %" PRIu64 " does not match its WR (opcode %d, %s)",
+			    qp->qp_num, seq, wc[i].opcode, op_name[sl->op]);
+		if (recv && (!sl->busy || sl->op != OP_SEND || sl->rseq != seq ||
+			     wc[i].byte_len != sl->len))
+			die("QP %u: receive seq %" PRIu64 " got %u bytes, the SEND had %u",
+			    qp->qp_num, seq, wc[i].byte_len, sl->len);
+		(*done)++;
+		if (recv)
+			sl->rdone = 1;
+		else
+			sl->sdone = 1;
+	}
+	return n;
+}
+
 /* Reap the pair's completions, whoever's they are.  Under the pair's lock.
  * Returns how many. */
 static int reap_locked(struct run *r, struct pair *p)
 {
-	struct ibv_wc wc[16];
-	int n, total = 0;
+	int n = reap_cq(r, p, 0);
 
-	n = ibv_poll_cq(p->cq_a, 16, wc);
-	if (n < 0)
-		die("ibv_poll_cq failed");
-	for (int i = 0; i < n; i++) {
-		uint64_t seq = wc[i].wr_id >> 16;
-		int wi = (int)(wc[i].wr_id >> 8 & 0xff), si = (int)(wc[i].wr_id & 0xff);
-		struct slot *sl;
-
-		if (wc[i].status != IBV_WC_SUCCESS)
-			die("QP %u: completion error %s (seq %" PRIu64 ", vendor_err %u)",
-			    p->qp_a->qp_num, ibv_wc_status_str(wc[i].status), seq, wc[i].vendor_err);
-		if (wi >= r->o->threads || si >= r->o->window || seq != p->done_seq)
-			die("QP %u: completion out of order: seq %" PRIu64 " (thread %d), expected %" PRIu64,
-			    p->qp_a->qp_num, seq, wi, p->done_seq);
-		sl = &r->w[wi].slot[si];
-		if (!sl->busy || sl->seq != seq || wc[i].opcode != wc_op[sl->op])
-			die("QP %u: completion seq %" PRIu64 " does not match its WR (opcode %d, %s)",
-			    p->qp_a->qp_num, seq, wc[i].opcode, op_name[sl->op]);
-		p->done_seq++;
-		sl->sdone = 1;
-	}
-	total += n;
-	n = ibv_poll_cq(p->cq_b, 16, wc);
-	if (n < 0)
-		die("ibv_poll_cq failed");
-	for (int i = 0; i < n; i++) {
-		uint64_t seq = wc[i].wr_id >> 16;
-		int wi = (int)(wc[i].wr_id >> 8 & 0xff), si = (int)(wc[i].wr_id & 0xff);
-		struct slot *sl;
-
-		if (wc[i].status != IBV_WC_SUCCESS)
-			die("QP %u: receive completion error %s (seq %" PRIu64 ")", p->qp_b->qp_num,
-			    ibv_wc_status_str(wc[i].status), seq);
-		if (wi >= r->o->threads || si >= r->o->window || seq != p->done_rseq ||
-		    !(wc[i].opcode & IBV_WC_RECV))
-			die("QP %u: receive out of order: seq %" PRIu64 ", expected %" PRIu64,
-			    p->qp_b->qp_num, seq, p->done_rseq);
-		sl = &r->w[wi].slot[si];
-		if (!sl->busy || sl->op != OP_SEND || sl->rseq != seq || wc[i].byte_len != sl->len)
-			die("QP %u: receive seq %" PRIu64 " got %u bytes, the SEND had %u",
-			    p->qp_b->qp_num, seq, wc[i].byte_len, sl->len);
-		p->done_rseq++;
-		sl->rdone = 1;
-	}
-	return total + n;
+	return n + reap_cq(r, p, 1);
 }
 
 static int more_to_post(struct worker *w, long posted)
