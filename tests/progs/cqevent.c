@@ -13,7 +13,8 @@
  * deadline for a hang, not a measurement), takes the event and polls --
  * with ibv_poll_cq, or with ibv_start_poll & co. on an ibv_create_cq_ex CQ
  * (--ex).  Prints "event wr_id=W status=S" and exits 0 when the completion
- * of the WRITE came with an event; 1 if no event came, 2 on setup errors. */
+ * of the WRITE came with an event; 1 if no event came, 2 on setup errors.
+ * May call: lib/rc (RC setup), libibverbs and libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>

@@ -76,7 +76,9 @@
  * from the first post to the last completion), and the last line is
  * "integrity: OK" or "integrity: FAILED ..." (also after a failed
  * completion or a stall, which end the run).  Exit 0 only when everything
- * was verified. */
+ * was verified.
+ * May call: lib/integrity_* (the run), lib/rc, include/justitia.h,
+ * libibverbs and libc. */
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <inttypes.h>

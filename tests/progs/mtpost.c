@@ -41,7 +41,8 @@
  *                  {"opcodes":{"RDMA_WRITE":{"wrs":..,"bytes":..},..},
  *                   "recv":{"wrs":..,"bytes":..}}
  * The child of --fork uses FILE.child for each of these.
- * Exit 0 when everything completed and verified. */
+ * Exit 0 when everything completed and verified.
+ * May call: lib/mtpost_work (the workload), libibverbs and libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>

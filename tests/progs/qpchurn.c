@@ -10,7 +10,8 @@
  * destroyed before it exits.  Run it under the shim: each QP is registered
  * with justitiad and unregistered again (and, in the bandwidth class, gets
  * and loses a split QP).  Prints "churned N QPs" and exits 0, or says what
- * failed and exits 1. */
+ * failed and exits 1.
+ * May call: lib/rc (device, QP, INIT), libibverbs and libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>

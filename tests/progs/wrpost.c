@@ -14,7 +14,8 @@
  * it writes the WRs and bytes it posted in the JUSTITIA_STATS schema subset:
  *   {"a":{"device":..,"qpn":..,"opcodes":{"RDMA_WRITE":{"wrs":..,"bytes":..},..}},
  *    "b":{"device":..,"qpn":..,"recv":{"wrs":..,"bytes":..}}}
- * Exit 0 when every WR completed successfully with the right data. */
+ * Exit 0 when every WR completed successfully with the right data.
+ * May call: lib/rc (RC setup), libibverbs and libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
