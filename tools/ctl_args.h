@@ -26,7 +26,8 @@ struct ctl_opts {
 typedef int (*ctl_build_fn)(int argc, char **argv, json_t *req, FILE *err);
 
 /* "justctl: " and the message on @err; returns EXIT_USAGE. */
-__attribute__((format(printf, 2, 3))) int ctl_usage_error(FILE *err, const char *fmt, ...);
+__attribute__((format(printf, 2, 3), nonnull(1, 2))) int ctl_usage_error(FILE *err, const char *fmt,
+									 ...);
 
 int ctl_build_plain(int argc, char **argv, json_t *req, FILE *err); /* no arguments */
 int ctl_build_flows(int argc, char **argv, json_t *req, FILE *err);
