@@ -53,13 +53,13 @@ msg = @printf '  %-7s %s\n' $(1) $(2)
 endif
 
 # ---------------------------------------------------------------- shim
-SHIM_SRCS := $(wildcard shim/*.c) common/proto.c
+SHIM_SRCS := $(wildcard shim/*.c) common/proto.c common/proto_client.c
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SHIM_LIB  := $(B)/libjustitia.so
 SHIM_LIBS := -libverbs -ljansson -ldl -pthread
 
 # ---------------------------------------------------------------- daemon, justctl
-COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/log.o
+COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/proto_client.o $(B)/obj/common/log.o
 DAEMON_SRCS := $(filter-out %.bpf.c,$(wildcard daemon/*.c))
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
 DAEMON      := $(B)/justitiad
@@ -98,9 +98,14 @@ QPWATCH_SKEL := $(B)/bpf/qpwatch.skel.h
 QPWATCH_DEPS := daemon/qpwatch.bpf.c daemon/qpwatch.vmlinux.h daemon/qpwatch_event.h
 
 # ---------------------------------------------------------------- test programs
+# Each tests/progs/*.c is one program; tests/progs/lib/*.c are the helpers
+# they share (RC setup, verification), linked as an archive so that each
+# program takes only what it uses.
 PROG_SRCS := $(wildcard tests/progs/*.c)
 PROGS     := $(PROG_SRCS:tests/progs/%.c=$(B)/tests/%)
 PROG_LIBS := -libverbs -lrdmacm -ljansson -lpthread
+PROGLIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(wildcard tests/progs/lib/*.c))
+PROGLIB      := $(B)/tests/libprogs.a
 
 # ---------------------------------------------------------------- unit tests
 # tests/unit/test_<module>.c #includes the module's .c to reach its statics,
@@ -132,7 +137,9 @@ $(DAEMON): $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS)
 
-$(JUSTCTL): $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_metrics.o $(B)/obj/common/proto.o
+JUSTCTL_OBJS := $(B)/obj/tools/justctl.o $(B)/obj/tools/ctl_args.o $(B)/obj/tools/ctl_daemon.o \
+	$(B)/obj/tools/ctl_show.o $(B)/obj/tools/ctl_text.o $(B)/obj/tools/ctl_metrics.o
+$(JUSTCTL): $(JUSTCTL_OBJS) $(B)/obj/common/proto.o $(B)/obj/common/proto_client.o
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTCTL_LIBS)
 
@@ -144,7 +151,12 @@ $(JUSTSIM): $(B)/obj/tools/justsim.o $(SIM_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(JUSTSIM_LIBS)
 
-$(B)/tests/%: $(B)/obj/tests/progs/%.o $(COMMON_OBJS)
+$(PROGLIB): $(PROGLIB_OBJS)
+	$(call msg,AR,$@)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(B)/tests/%: $(B)/obj/tests/progs/%.o $(PROGLIB) $(COMMON_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(PROG_LIBS)

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+/* justitiad's logging (see log.h): levels, per-subsystem debug filter,
+ * one line per message on stderr (with a journal priority under systemd),
+ * errno preserved; fatal() exits.
+ * May call: libc only. */
 #include "log.h"
 
 #include <errno.h>

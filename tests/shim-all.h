@@ -26,3 +26,4 @@
 #include "../shim/window.c"
 #include "../shim/sq.c"
 #include "../common/proto.c"
+#include "../common/proto_client.c"

@@ -3,6 +3,7 @@
  * justbench flows: names, defaults, ranges and the compact command-line syntax.  Every key goes
  * through one setter (bench_flow_set) whatever the front end, so the command line and the JSON
  * scenario files accept the same values with the same messages.
+ * May call: common/shm_abi.h (class names) and libc only.
  */
 #include "bench_flow.h"
 

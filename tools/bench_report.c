@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* justbench results: aggregation over a flow's QPs, the table and the JSON document. */
+/* justbench results: aggregation over a flow's QPs, the table and the JSON document.
+ * May call: bench_run (the results), bench_stats, bench_flow, jansson and libc. */
 #include "bench_report.h"
 
 #include <errno.h>

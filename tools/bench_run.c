@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* justbench traffic: the worker (initiator) and responder threads, and the rperf probe. */
+/* justbench traffic: the worker (initiator) and responder threads, and the rperf probe.
+ * May call: bench_verbs, bench_stats, bench_flow, libibverbs, pthreads and libc. */
 #include "bench_run.h"
 
 #include <endian.h>

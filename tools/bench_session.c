@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* justbench sessions: the client and server sides of one run. */
+/* justbench sessions: the client and server sides of one run.
+ * May call: bench_wire, bench_verbs, bench_run, bench_report and libc. */
 #include "bench_session.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* justbench statistics: sample storage and exact nearest-rank percentiles. */
+/* justbench statistics: sample storage and exact nearest-rank percentiles.
+ * May call: libc only. */
 #include "bench_stats.h"
 
 #include <errno.h>

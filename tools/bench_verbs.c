@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* justbench verbs resources: devices, QPs with their CQ and buffer, connection, completions. */
+/* justbench verbs resources: devices, QPs with their CQ and buffer, connection, completions.
+ * May call: bench_wire (endpoint descriptions), include/justitia.h (the shim's
+ * optional API), libibverbs and libc. */
 #include "bench_verbs.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* justbench wire protocol: framing, big-endian encoding and strict decoding. */
+/* justbench wire protocol: framing, big-endian encoding and strict decoding.
+ * May call: bench_flow (the flows it carries) and libc (sockets, poll). */
 #include "bench_wire.h"
 
 #include <errno.h>

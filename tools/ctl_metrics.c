@@ -3,7 +3,8 @@
  * prefix justitia_, base units (seconds, bytes; rates in bits per second
  * as the daemon keeps them), counters end in _total, one HELP and TYPE per
  * family before its samples, every family's samples together.  Label values
- * (a process's comm is its own choice) are escaped as the format says. */
+ * (a process's comm is its own choice) are escaped as the format says.
+ * May call: common/shm_abi.h (class names), jansson and libc; never the socket. */
 #include "ctl_metrics.h"
 
 #include "shm_abi.h"

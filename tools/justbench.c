@@ -8,6 +8,8 @@
  *
  * This file is the command line and the sockets; bench_session.c runs a session over a
  * connected socket, bench_run.c the traffic, bench_report.c prints the results.
+ * May call: bench_scenario, bench_session, bench_flow, bench_report and libc
+ * (sockets, getopt).
  */
 #include "bench_scenario.h"
 #include "bench_session.h"

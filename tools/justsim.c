@@ -2,7 +2,8 @@
 /* justsim: Justitia's daemon modules on a discrete-event RNIC model, in
  * virtual time (docs/rnic-model.md).  Prints a text table and, with
  * --json, the full results as JSON.  Numbers from here are model numbers:
- * never put them in one table with Soft-RoCE numbers. */
+ * never put them in one table with Soft-RoCE numbers.
+ * May call: tests/sim (the model, its scenarios and reports), jansson and libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>

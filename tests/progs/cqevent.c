@@ -13,7 +13,8 @@
  * deadline for a hang, not a measurement), takes the event and polls --
  * with ibv_poll_cq, or with ibv_start_poll & co. on an ibv_create_cq_ex CQ
  * (--ex).  Prints "event wr_id=W status=S" and exits 0 when the completion
- * of the WRITE came with an event; 1 if no event came, 2 on setup errors. */
+ * of the WRITE came with an event; 1 if no event came, 2 on setup errors.
+ * May call: lib/rc (RC setup), libibverbs and libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
@@ -22,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/rc.h"
 
 #define WR_ID 0x4242
 
@@ -46,16 +49,10 @@ struct dev {
 
 static void dev_open(struct dev *d, const char *name, int gidx)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
+	char why[128];
 
 	d->name = name;
-	d->ctx = NULL;
-	for (int i = 0; list && list[i] && !d->ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			d->ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	if (!d->ctx)
+	if (rc_open_device(name, &d->ctx, why, sizeof(why)))
 		die("cannot open device %s", name);
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd || ibv_query_gid(d->ctx, 1, gidx, &d->gid))
@@ -64,11 +61,9 @@ static void dev_open(struct dev *d, const char *name, int gidx)
 
 static struct ibv_qp *make_qp(struct dev *d, struct ibv_cq *cq)
 {
-	struct ibv_qp_init_attr a = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct ibv_qp *qp = ibv_create_qp(d->pd, &a);
+	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				  .max_recv_sge = 1 };
+	struct ibv_qp *qp = rc_create_qp(d->pd, cq, &cap);
 
 	if (!qp)
 		die("%s: ibv_create_qp: %s", d->name, strerror(errno));
@@ -77,35 +72,13 @@ static struct ibv_qp *make_qp(struct dev *d, struct ibv_cq *cq)
 
 static void connect_qp(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid, int gidx)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE };
+	struct rc_peer p = { .qpn = dest, .gid = *dgid, .gidx = gidx,
+			     .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+			     .rd_atomic = 1, .timeout = 14 };
+	const char *step;
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		die("INIT failed");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.sgid_index = (uint8_t)gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("RTR failed");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("RTS failed");
+	if (rc_connect(qp, &p, &step))
+		die("%s failed", step);
 }
 
 /* Poll A's CQ for the WRITE's completion; 1 when found (*status set). */

@@ -8,7 +8,9 @@
  * than allowed, registers more flows than allowed, scribbles over the
  * shared memory it is given, and checks after each step that the daemon
  * answered with the documented error and still serves "status".  Prints one
- * "ok"/"not ok" line per check; exits 0 when all passed. */
+ * "ok"/"not ok" line per check; exits 0 when all passed.
+ * May call: common/proto (the control protocol, proto_send/proto_recv raw),
+ * common/shm_abi.h, jansson and libc. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

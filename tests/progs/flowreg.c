@@ -12,7 +12,9 @@
  * verdict).  With -S it misbehaves: every millisecond it writes random
  * bytes over its client segment's header and one of its pages at random
  * (so, in time, over every slot), as a buggy or hostile application could.  Prints "registered N flows" once they
- * are. */
+ * are.
+ * May call: common/proto (the control protocol), common/shm_abi.h, jansson and
+ * libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>

@@ -10,7 +10,8 @@
  * destroyed before it exits.  Run it under the shim: each QP is registered
  * with justitiad and unregistered again (and, in the bandwidth class, gets
  * and loses a split QP).  Prints "churned N QPs" and exits 0, or says what
- * failed and exits 1. */
+ * failed and exits 1.
+ * May call: lib/rc (device, QP, INIT), libibverbs and libc. */
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
@@ -18,26 +19,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/rc.h"
+
 static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq)
 {
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq,
-		.recv_cq = cq,
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
-	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-						    IBV_ACCESS_REMOTE_WRITE };
-	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				  .max_recv_sge = 1 };
+	struct ibv_qp *qp = rc_create_qp(pd, cq, &cap);
 
 	if (!qp) {
 		fprintf(stderr, "qpchurn: ibv_create_qp: %s\n", strerror(errno));
 		return NULL;
 	}
-	errno = ibv_modify_qp(qp, &a,
-			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	errno = -rc_init(qp, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (errno) {
 		fprintf(stderr, "qpchurn: ibv_modify_qp to INIT: %s\n", strerror(errno));
 		ibv_destroy_qp(qp);
@@ -50,11 +44,11 @@ int main(int argc, char **argv)
 {
 	const char *dev = "rxe0";
 	long n = 200, keep = 4, made = 0;
-	struct ibv_device **list = NULL;
 	struct ibv_context *ctx = NULL;
 	struct ibv_pd *pd = NULL;
 	struct ibv_cq *cq = NULL;
 	struct ibv_qp **ring = NULL;
+	char why[128];
 	int c, rc = 1;
 
 	while ((c = getopt(argc, argv, "d:n:k:")) != -1) {
@@ -71,11 +65,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qpchurn: QPS and KEEP (1..1024) must be positive\n");
 		return 2;
 	}
-	list = ibv_get_device_list(NULL);
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	if (!ctx) {
+	if (rc_open_device(dev, &ctx, why, sizeof(why))) {
 		fprintf(stderr, "qpchurn: cannot open %s\n", dev);
 		goto out;
 	}
@@ -111,8 +101,6 @@ out:
 		ibv_dealloc_pd(pd);
 	if (ctx)
 		ibv_close_device(ctx);
-	if (list)
-		ibv_free_device_list(list);
 	free(ring);
 	if (!rc)
 		printf("churned %ld QPs\n", made);

@@ -14,7 +14,9 @@
  * it writes the WRs and bytes it posted in the JUSTITIA_STATS schema subset:
  *   {"a":{"device":..,"qpn":..,"opcodes":{"RDMA_WRITE":{"wrs":..,"bytes":..},..}},
  *    "b":{"device":..,"qpn":..,"recv":{"wrs":..,"bytes":..}}}
- * Exit 0 when every WR completed successfully with the right data. */
+ * Exit 0 when every WR completed successfully with the right data.
+ * May call: lib/rc (RC setup), libibverbs and libc. */
+#include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <inttypes.h>
@@ -24,24 +26,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/rc.h"
+
 #define BUF_SIZE (4u << 20)
 #define MAX_BATCH 3
 
 enum op { OP_WRITE, OP_READ, OP_SEND, OP_WRITE_IMM, OP_MAX };
 static const char *const op_json[OP_MAX] = { "RDMA_WRITE", "RDMA_READ", "SEND",
 					     "RDMA_WRITE_WITH_IMM" };
-
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_qp_ex *qpx;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	union ibv_gid gid;
-	const char *name;
-};
 
 static struct {
 	uint64_t wrs[OP_MAX], bytes[OP_MAX];
@@ -70,100 +62,29 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-static struct ibv_context *open_dev(const char *name)
+static void setup(struct rc_side *s, const char *dev, int gidx, int extended)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
+	struct ibv_qp_cap cap = { .max_send_wr = 64, .max_recv_wr = 64,
+				  .max_send_sge = 2, .max_recv_sge = 1 };
+	char why[256];
 
-	if (!list)
-		die("no RDMA devices");
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		die("cannot open device %s", name);
-	return ctx;
+	if (rc_side_open(s, dev, gidx, 256, BUF_SIZE, &cap, extended, why, sizeof(why)))
+		die("%s", why);
 }
 
-static void setup(struct side *s, const char *dev, int gidx, int extended)
+static void connect_qp(struct rc_side *s, const struct rc_side *peer, int gidx)
 {
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct rc_peer p = { .qpn = peer->qp->qp_num, .gid = peer->gid, .gidx = gidx,
+			     .access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_REMOTE_READ,
+			     .rd_atomic = 4, .timeout = 14 };
+	const char *step;
 
-	s->name = dev;
-	s->ctx = open_dev(dev);
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0);
-	s->buf = aligned_alloc(4096, BUF_SIZE);
-	if (!s->pd || !s->cq || !s->buf)
-		die("%s: setup failed", dev);
-	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_SIZE, access);
-	if (!s->mr)
-		die("%s: ibv_reg_mr failed", dev);
-	if (ibv_query_gid(s->ctx, 1, gidx, &s->gid))
-		die("%s: ibv_query_gid(%d) failed", dev, gidx);
-	if (extended) {
-		struct ibv_qp_init_attr_ex a = {
-			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 64, .max_recv_wr = 64,
-				 .max_send_sge = 2, .max_recv_sge = 1 },
-			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-			.pd = s->pd,
-			.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-					  IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ,
-		};
-		s->qp = ibv_create_qp_ex(s->ctx, &a);
-		if (s->qp)
-			s->qpx = ibv_qp_to_qp_ex(s->qp);
-		if (!s->qpx)
-			die("%s: ibv_create_qp_ex/ibv_qp_to_qp_ex failed", dev);
-	} else {
-		struct ibv_qp_init_attr a = {
-			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 64, .max_recv_wr = 64,
-				 .max_send_sge = 2, .max_recv_sge = 1 },
-		};
-		s->qp = ibv_create_qp(s->pd, &a);
-		if (!s->qp)
-			die("%s: ibv_create_qp failed", dev);
-	}
+	if (rc_connect(s->qp, &p, &step))
+		die("%s: %s failed", s->name, step);
 }
 
-static void connect_qp(struct side *s, const struct side *peer, int gidx)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ };
-
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		die("%s: INIT failed", s->name);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = gidx;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		die("%s: RTR failed", s->name);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		die("%s: RTS failed", s->name);
-}
-
-static void wait_cq(struct side *s, int n, uint64_t *byte_len)
+static void wait_cq(struct rc_side *s, int n, uint64_t *byte_len)
 {
 	struct ibv_wc wc;
 	long spins = 0;
@@ -187,7 +108,7 @@ static void wait_cq(struct side *s, int n, uint64_t *byte_len)
 	}
 }
 
-static void post_recv(struct side *s, uint64_t off, uint32_t len)
+static void post_recv(struct rc_side *s, uint64_t off, uint32_t len)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -206,7 +127,7 @@ struct wr_desc {
 	uint32_t rkey;
 };
 
-static void post_ex(struct side *a, const struct wr_desc *d, int n)
+static void post_ex(struct rc_side *a, const struct wr_desc *d, int n)
 {
 	struct ibv_qp_ex *qx = a->qpx;
 
@@ -232,7 +153,7 @@ static void post_ex(struct side *a, const struct wr_desc *d, int n)
 		die("ibv_wr_complete failed");
 }
 
-static void post_classic(struct side *a, struct wr_desc *d, int n)
+static void post_classic(struct rc_side *a, struct wr_desc *d, int n)
 {
 	static const enum ibv_wr_opcode map[OP_MAX] = { IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ,
 							IBV_WR_SEND, IBV_WR_RDMA_WRITE_WITH_IMM };
@@ -276,7 +197,7 @@ int main(int argc, char **argv)
 	const char *dev_a = "rxe1", *dev_b = "rxe0", *expect = NULL;
 	int gidx = 1, iters = 200, extended = 1, c;
 	uint32_t max_size = 65536;
-	struct side a = { 0 }, b = { 0 };
+	struct rc_side a = { 0 }, b = { 0 };
 
 	rng_state = 0x9e3779b97f4a7c15ULL;
 	while ((c = getopt_long(argc, argv, "a:b:g:n:s:S:", opts, NULL)) != -1) {
@@ -406,17 +327,7 @@ int main(int argc, char **argv)
 		if (fclose(f))
 			die("cannot write %s", expect);
 	}
-	ibv_destroy_qp(a.qp);
-	ibv_destroy_qp(b.qp);
-	ibv_dereg_mr(a.mr);
-	ibv_dereg_mr(b.mr);
-	ibv_destroy_cq(a.cq);
-	ibv_destroy_cq(b.cq);
-	ibv_dealloc_pd(a.pd);
-	ibv_dealloc_pd(b.pd);
-	ibv_close_device(a.ctx);
-	ibv_close_device(b.ctx);
-	free(a.buf);
-	free(b.buf);
+	rc_side_close(&a);
+	rc_side_close(&b);
 	return 0;
 }

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of tools/ctl_show.c: justctl's replies as text (status,
+ * flows, set, version), also from sparse and malformed replies. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "../../tools/ctl_show.c"
+#include "../../tools/ctl_text.c"
+#include "ctl_test.h"
+
+#define UNUSED __attribute__((unused))
+
+/* ------------------------------------------------------------ helpers */
+
+/* Run a show_* function on a reply written as JSON text. */
+static char *render(void (*show)(const json_t *, FILE *), const char *reply)
+{
+	struct capture c;
+	json_t *j = load(reply);
+	char *s;
+
+	cap_open(&c);
+	show(j, c.f);
+	s = strdup(cap_text(&c));
+	cap_free(&c);
+	json_decref(j);
+	return s;
+}
+
+static void expect_render(void (*show)(const json_t *, FILE *), const char *reply,
+			  const char *want)
+{
+	char *got = render(show, reply);
+
+	if (strcmp(got, want))
+		fail_msg("rendered:\n%s\nwanted:\n%s", got, want);
+	free(got);
+}
+
+/* ------------------------------------------------------------ replies */
+
+static void status_table(void **state UNUSED)
+{
+	expect_render(ctl_show_status, status_reply, status_text);
+}
+
+static void status_sparse(void **state UNUSED)
+{
+	/* no measurement, reference down with an error, no devices */
+	expect_render(ctl_show_status,
+		      "{\"v\":1,\"ok\":true,\"controller\":{\"mode\":\"unattainable\","
+		      "\"current99_ns\":null,\"reference\":{\"state\":\"down\",\"peer\":null,"
+		      "\"error\":\"connect: No route to host\",\"samples\":0}},\"devices\":[]}",
+		      "daemon:      justitiad -, pid -, up -\n"
+		      "config:      -\n"
+		      "socket:      -\n"
+		      "instance:    -\n"
+		      "mode:        unattainable\n"
+		      "target p99:  -\n"
+		      "latency:     no measurement yet\n"
+		      "safe util:   - of -\n"
+		      "reference:   down, peer -, 0 samples, error: connect: No route to host\n"
+		      "clients:     - (max -)\n"
+		      "flows:       - (max -, - per client)\n"
+		      "classes:     latency -, throughput -, bandwidth -\n"
+		      "\n"
+		      "no devices\n");
+	/* an instance given as a string is shown as well */
+	{
+		char *t = render(ctl_show_status, "{\"daemon\":{\"instance\":\"a1\"}}");
+
+		assert_non_null(strstr(t, "\ninstance:    a1\n"));
+		free(t);
+	}
+	/* wrong types everywhere: no crash, dashes */
+	free(render(ctl_show_status,
+		    "{\"daemon\":3,\"controller\":[],\"devices\":{},\"counts\":\"x\"}"));
+	free(render(ctl_show_status, "{\"devices\":[1,null,{\"name\":7,\"port\":-1}]}"));
+}
+
+/* the QP watcher's line: on with its counts, off with its reason */
+static void status_qpwatch(void **state UNUSED)
+{
+	char *t = render(ctl_show_status, "{\"counts\":{\"unmanaged\":2},\"qpwatch\":{\"state\":\"on\","
+					"\"mode\":\"fentry\",\"reason\":null,\"qps\":5,\"lost\":0}}");
+
+	assert_non_null(strstr(t, "\nqpwatch:     on (fentry), 5 user QPs, 2 unmanaged\n\n"));
+	free(t);
+	t = render(ctl_show_status, "{\"counts\":{\"unmanaged\":0},\"qpwatch\":{\"state\":\"on\","
+				"\"mode\":\"kprobe\",\"reason\":null,\"qps\":1,\"lost\":3}}");
+	assert_non_null(strstr(t, "\nqpwatch:     on (kprobe), 1 user QPs, 0 unmanaged, records lost\n"));
+	free(t);
+	t = render(ctl_show_status, "{\"counts\":{\"unmanaged\":null},\"qpwatch\":{\"state\":\"off\","
+				"\"mode\":null,\"reason\":\"ib_core is not loaded\\u001b[2J\"}}");
+	assert_non_null(strstr(t, "\nqpwatch:     off: ib_core is not loaded?[2J\n"));
+	free(t);
+	/* an older daemon has no watcher: no line at all */
+	t = render(ctl_show_status, "{\"counts\":{}}");
+	assert_null(strstr(t, "qpwatch"));
+	free(t);
+}
+
+/* the isolation controller's lines: port, MaxRate source, floor, trace,
+ * calibration */
+static void status_controller(void **state UNUSED)
+{
+	char *t = render(ctl_show_status,
+			 "{\"controller\":{\"mode\":\"normal\",\"reference\":{\"state\":\"up\"},"
+			 "\"max_rate_source\":\"calibrated\",\"device\":{\"name\":\"rxe1\","
+			 "\"port\":1},\"floor_bps\":200000000,\"action\":\"decrease\","
+			 "\"unattainable\":true,\"trace\":[{\"t_ms\":1000,\"min_bps\":200000000,"
+			 "\"max_bps\":400000000},{\"t_ms\":3500,\"min_bps\":300000000,"
+			 "\"max_bps\":350000000}],\"calibration\":{\"state\":\"done\","
+			 "\"max_rate_bps\":9500000000,\"error\":null}}}");
+
+	assert_non_null(strstr(t, "\ncontroller:  rxe1/1, max rate from calibrated, floor "
+				  "200.0 Mbit/s, last step: decrease, target unattainable\n"));
+	assert_non_null(strstr(t, "\ntrace:       safe util 200.0 Mbit/s .. 400.0 Mbit/s over the "
+				  "last 2.5 s\n"));
+	assert_non_null(strstr(t, "\ncalibration: done, measured 9.5 Gbit/s\n"));
+	free(t);
+	t = render(ctl_show_status, "{\"controller\":{\"max_rate_source\":\"link\",\"trace\":[],"
+				"\"calibration\":{\"state\":\"failed\",\"max_rate_bps\":null,"
+				"\"error\":\"no reference peer is up\"}}}");
+	assert_non_null(
+		strstr(t, "\ncontroller:  -/-, max rate from link, floor -, last step: -\n"));
+	assert_null(strstr(t, "trace:"));
+	assert_non_null(strstr(t, "\ncalibration: failed, measured -, error: no reference peer is "
+				  "up\n"));
+	free(t);
+	/* a throughput flow's rate is in operations */
+	t = render(ctl_show_flows, "{\"flows\":[{\"id\":3,\"class\":\"throughput\","
+			       "\"paced_rate_bps\":null,\"paced_ops_per_s\":2400000}]}");
+	assert_non_null(strstr(t, "2.4 Mop/s"));
+	free(t);
+}
+
+static void flows_table(void **state UNUSED)
+{
+	expect_render(ctl_show_flows, flows_reply, flows_text);
+	expect_render(ctl_show_flows, "{\"v\":1,\"ok\":true,\"flows\":[]}", "no flows\n");
+	expect_render(ctl_show_flows, "{\"v\":1,\"ok\":true}", "no flows\n");
+}
+
+static void set_and_version(void **state UNUSED)
+{
+	expect_render(ctl_show_set, "{\"v\":1,\"ok\":true,\"changed\":{\"target99_us\":200}}",
+		      "target99_us: 200\n");
+	expect_render(ctl_show_set,
+		      "{\"v\":1,\"ok\":true,\"changed\":{\"max_rate_bps\":{\"rxe0\":400000000},"
+		      "\"policy\":\"ignore_latency\"}}",
+		      "max_rate_bps: {\"rxe0\":400000000}\npolicy: ignore_latency\n");
+	expect_render(ctl_show_set,
+		      "{\"v\":1,\"ok\":true,\"changed\":{\"max_rate_bps\":25000000000,"
+		      "\"devices\":2}}",
+		      "max_rate_bps: 25.0 Gbit/s\ndevices: 2\n");
+	expect_render(ctl_show_set, "{\"v\":1,\"ok\":true,\"changed\":{}}", "nothing changed\n");
+	expect_render(ctl_show_version, "{\"v\":1,\"ok\":true,\"version\":\"0.1.0\",\"protocol\":1}",
+		      "justctl " JUSTITIA_VERSION " (protocol 1)\njustitiad 0.1.0 (protocol 1)\n");
+	expect_render(ctl_show_version, "{\"v\":1,\"ok\":true}",
+		      "justctl " JUSTITIA_VERSION " (protocol 1)\njustitiad -\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(status_table),
+		cmocka_unit_test(status_sparse),
+		cmocka_unit_test(status_qpwatch),
+		cmocka_unit_test(status_controller),
+		cmocka_unit_test(flows_table),
+		cmocka_unit_test(set_and_version),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
