@@ -61,7 +61,9 @@ SHIM_LIBS := -libverbs -ljansson -ldl -pthread
 # ---------------------------------------------------------------- daemon, justctl
 COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/log.o
 DAEMON_SRCS := $(filter-out %.bpf.c,$(wildcard daemon/*.c))
-DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
+# common/jsonpos.c: source positions of JSON values, for the configuration's
+# errors here and the scenarios' in justbench (not the shim: it has no use)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/common/jsonpos.o
 DAEMON      := $(B)/justitiad
 DAEMON_LIBS := -lev -ljansson -libverbs -lbpf -pthread
 JUSTCTL     := $(B)/justctl
@@ -71,7 +73,7 @@ JUSTCTL_LIBS := -ljansson
 # tools/justbench.c and its tools/bench_*.c modules (docs/justbench.1)
 JUSTBENCH      := $(B)/justbench
 JUSTBENCH_SRCS := tools/justbench.c $(wildcard tools/bench_*.c)
-JUSTBENCH_OBJS := $(JUSTBENCH_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/jsonpos.o
+JUSTBENCH_OBJS := $(JUSTBENCH_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/common/jsonpos.o
 JUSTBENCH_LIBS := -libverbs -ljansson -pthread
 
 # ---------------------------------------------------------------- justsim

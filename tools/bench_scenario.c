@@ -2,10 +2,10 @@
 /*
  * justbench scenario files: strict JSON through jansson (json_unpack_ex with JSON_STRICT), every
  * value set through bench_flow_set() so that the command line and the files agree, and every
- * error placed as FILE:LINE:COL by daemon/jsonpos.c.
+ * error placed as FILE:LINE:COL by common/jsonpos.c.
  */
 #include "bench_scenario.h"
-#include "daemon/jsonpos.h"
+#include "jsonpos.h"
 
 #include <errno.h>
 #include <fcntl.h>

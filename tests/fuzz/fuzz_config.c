@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "../../daemon/config.c"
-#include "../../daemon/jsonpos.c"
+#include "../../common/jsonpos.c"
 
 #include "fuzz.h"
 
