@@ -23,11 +23,11 @@
 #include <unistd.h>
 
 #include "controller.h"
-#include "justitiad.h"
+#include "flows.h"
 #include "log.h"
 #include "qpwatch.h"
 #include "rate.h"
-#include "splitq.h"
+#include "version.h"
 
 #define CLIENT_MAGIC 0x4354434cu /* "CTCL" */
 #define OUT_MAX (1u << 20)       /* buffered replies per client */
@@ -49,7 +49,7 @@ static void warn_limited(struct ctl *c, int kind, const char *fmt, ...)
 
 static void warn_limited(struct ctl *c, int kind, const char *fmt, ...)
 {
-	uint64_t now = daemon_now_ns();
+	uint64_t now = c->env.now_ns();
 	char msg[256];
 	va_list ap;
 
@@ -88,11 +88,11 @@ static void client_flush(struct ctl_client *cl)
 	}
 	if (cl->out_len) {
 		if (!cl->stuck_ns)
-			cl->stuck_ns = daemon_now_ns();
-		ev_io_start(cl->ctl->d->loop, &cl->ww);
+			cl->stuck_ns = cl->ctl->env.now_ns();
+		ev_io_start(cl->ctl->env.loop, &cl->ww);
 	} else {
 		cl->stuck_ns = 0;
-		ev_io_stop(cl->ctl->d->loop, &cl->ww);
+		ev_io_stop(cl->ctl->env.loop, &cl->ww);
 		if (cl->closing)
 			client_close(cl);
 	}
@@ -176,8 +176,8 @@ static json_t *jnum_or_null(uint64_t v)
 
 static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 {
-	struct daemon *d = cl->ctl->d;
-	const struct ctrl_view *cv = &d->ctrl;
+	const struct ctl_env *e = &cl->ctl->env;
+	const struct ctrl_view *cv = e->ctrl;
 	struct flows_counts fc;
 	json_t *r = no_args(req), *devs;
 	uint64_t max_rate = 0;
@@ -187,9 +187,9 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 	r = proto_reply_ok(req);
 	devs = json_array();
 
-	for (size_t i = 0; i < d->cfg.n_devices; i++) {
-		const struct config_device *dv = &d->cfg.devices[i];
-		uint64_t rate = d->controller ? ctrl_device_max_rate(d->controller, dv)
+	for (size_t i = 0; i < e->cfg->n_devices; i++) {
+		const struct config_device *dv = &e->cfg->devices[i];
+		uint64_t rate = *e->controller ? ctrl_device_max_rate(*e->controller, dv)
 					      : dv->max_rate_bps;
 
 		max_rate += rate;
@@ -198,17 +198,17 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 						      "max_rate_bps", jnum_or_null(rate),
 						      "chunk_bytes", (json_int_t)dv->chunk_default));
 	}
-	flows_count(&d->flows, &fc);
+	flows_count(e->flows, &fc);
 	json_object_set_new(r, "daemon", json_pack("{s:s, s:i, s:I, s:s, s:s, s:I}",
 						   "version", JUSTITIA_VERSION, "pid", (int)getpid(),
 						   "uptime_ms",
-						   (json_int_t)((daemon_now_ns() - d->start_ns) / 1000000),
-						   "config", d->config_path, "socket", cl->ctl->path,
-						   "instance", (json_int_t)(d->instance >> 1)));
+						   (json_int_t)((e->now_ns() - e->start_ns) / 1000000),
+						   "config", e->config_path, "socket", cl->ctl->path,
+						   "instance", (json_int_t)(e->instance >> 1)));
 	json_object_set_new(r, "controller", json_pack(
 		"{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:{s:s, s:o, s:o, s:I}}",
 		"mode", cv->mode ? "unattainable" : "normal",
-		"target99_ns", (json_int_t)d->cfg.controller.target99_us * 1000,
+		"target99_ns", (json_int_t)e->cfg->controller.target99_us * 1000,
 		"current99_ns", jnum_or_null(cv->current99_ns), "p50_ns", jnum_or_null(cv->p50_ns),
 		"p999_ns", jnum_or_null(cv->p999_ns),
 		"safe_util_bps", jnum_or_null(cv->safe_util_bps ? cv->safe_util_bps : max_rate),
@@ -217,8 +217,8 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 		"peer", cv->ref_peer[0] ? json_string(cv->ref_peer) : json_null(),
 		"error", cv->ref_error[0] ? json_string(cv->ref_error) : json_null(),
 		"samples", (json_int_t)cv->samples));
-	if (d->controller)
-		ctrl_status(d->controller, json_object_get(r, "controller"));
+	if (*e->controller)
+		ctrl_status(*e->controller, json_object_get(r, "controller"));
 	json_object_set_new(r, "devices", devs);
 	json_object_set_new(r, "counts", json_pack("{s:I, s:I, s:I, s:I, s:I}",
 						   "clients", (json_int_t)cl->ctl->n_clients,
@@ -229,14 +229,14 @@ static json_t *cmd_status(struct ctl_client *cl, json_t *req)
 						   "bandwidth",
 						   (json_int_t)fc.by_class[FLOW_CLASS_BANDWIDTH]));
 	json_object_set_new(r, "limits", json_pack("{s:I, s:I, s:I}",
-						   "max_clients", (json_int_t)d->cfg.limits.max_clients,
-						   "max_flows", (json_int_t)d->cfg.limits.max_flows,
+						   "max_clients", (json_int_t)e->cfg->limits.max_clients,
+						   "max_flows", (json_int_t)e->cfg->limits.max_flows,
 						   "max_flows_per_client",
-						   (json_int_t)d->cfg.limits.max_flows_per_client));
-	if (d->qpw) {
+						   (json_int_t)e->cfg->limits.max_flows_per_client));
+	if (*e->qpw) {
 		json_object_set_new(json_object_get(r, "counts"), "unmanaged",
-				    qpwatch_unmanaged_json(d->qpw));
-		json_object_set_new(r, "qpwatch", qpwatch_status_json(d->qpw));
+				    qpwatch_unmanaged_json(*e->qpw));
+		json_object_set_new(r, "qpwatch", qpwatch_status_json(*e->qpw));
 	}
 	return r;
 }
@@ -255,7 +255,7 @@ static int cmp_flow_id(const void *a, const void *b)
  * "next" holds what the following request adds, null on the last page. */
 static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
 {
-	struct daemon *d = cl->ctl->d;
+	const struct ctl_env *e = &cl->ctl->env;
 	json_int_t after = 0, um_from = -1, limit = FLOWS_PAGE_MAX;
 	json_t *id = NULL, *all_flows, *page, *next = json_null(), *r;
 	json_error_t err;
@@ -274,7 +274,7 @@ static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
 					 "(with all)", FLOWS_PAGE_MAX);
 	page = json_array();
 	if (um_from < 0) { /* the registered flows, in the order of their ids */
-		all_flows = flows_to_json(&d->flows);
+		all_flows = flows_to_json(e->flows);
 		n = json_array_size(all_flows);
 		{
 			json_t **byid = calloc(n ? n : 1, sizeof(*byid));
@@ -306,10 +306,10 @@ static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
 		json_decref(all_flows);
 		um_from = 0;
 	}
-	if (json_is_null(next) && all && d->qpw) {
+	if (json_is_null(next) && all && *e->qpw) {
 		json_t *um = json_array();
 
-		qpwatch_append_unmanaged(d->qpw, um);
+		qpwatch_append_unmanaged(*e->qpw, um);
 		n = json_array_size(um);
 		for (i = (size_t)um_from; i < n; i++) {
 			if ((json_int_t)json_array_size(page) == limit) {
@@ -328,7 +328,7 @@ static json_t *cmd_flows(struct ctl_client *cl, json_t *req)
 
 static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 {
-	struct daemon *d = cl->ctl->d;
+	const struct ctl_env *e = &cl->ctl->env;
 	json_t *target = NULL, *rate = NULL, *policy = NULL, *weight = NULL, *pid = NULL;
 	json_t *flow = NULL, *dev = NULL, *id = NULL, *changed, *r;
 	json_error_t err;
@@ -356,7 +356,7 @@ static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
 						 "target99_us must be an integer in 1..10000000");
 		}
-		d->cfg.controller.target99_us = (uint32_t)us;
+		e->cfg->controller.target99_us = (uint32_t)us;
 		json_object_set_new(changed, "target99_us", json_integer(us));
 	} else if (rate) {
 		uint64_t bps = 0;
@@ -371,10 +371,10 @@ static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
 						 "max_rate must be 1Mbit..1.6Tbit (bits/s or \"25Gbit\")");
 		}
-		for (size_t i = 0; i < d->cfg.n_devices; i++) {
-			if (dev && strcmp(d->cfg.devices[i].name, json_string_value(dev)))
+		for (size_t i = 0; i < e->cfg->n_devices; i++) {
+			if (dev && strcmp(e->cfg->devices[i].name, json_string_value(dev)))
 				continue;
-			d->cfg.devices[i].max_rate_bps = bps;
+			e->cfg->devices[i].max_rate_bps = bps;
 			hit++;
 		}
 		if (!hit) {
@@ -391,7 +391,7 @@ static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
 						 "policy must be \"keep\" or \"ignore_latency\"");
 		}
-		d->cfg.controller.unattainable_policy = !strcmp(p, "keep") ? CONFIG_UNATTAINABLE_KEEP
+		e->cfg->controller.unattainable_policy = !strcmp(p, "keep") ? CONFIG_UNATTAINABLE_KEEP
 								: CONFIG_UNATTAINABLE_IGNORE_LATENCY;
 		json_object_set_new(changed, "policy", json_string(p));
 	} else {
@@ -404,9 +404,9 @@ static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 			return proto_reply_error(req, PROTO_E_BAD_REQUEST,
 						 "weight 1..1000 with exactly one of pid or flow");
 		}
-		rc = pid ? flows_set_weight_pid(&d->flows, (pid_t)json_integer_value(pid),
+		rc = pid ? flows_set_weight_pid(e->flows, (pid_t)json_integer_value(pid),
 						(uint32_t)w)
-			 : flows_set_weight_flow(&d->flows, (uint32_t)json_integer_value(flow),
+			 : flows_set_weight_flow(e->flows, (uint32_t)json_integer_value(flow),
 						 (uint32_t)w);
 		if (rc < 0) {
 			json_decref(changed);
@@ -435,14 +435,14 @@ static json_t *cmd_calibrate(struct ctl_client *cl, json_t *req)
 	if (cl->uid != 0)
 		return proto_reply_error(req, PROTO_E_PERMISSION,
 					 "calibrate needs root (uid 0), you are %u", (unsigned)cl->uid);
-	if (!cl->ctl->d->controller)
+	if (!*cl->ctl->env.controller)
 		return proto_reply_error(req, PROTO_E_INTERNAL, "the controller is not running");
-	return ctrl_calibrate(cl->ctl->d->controller, req);
+	return ctrl_calibrate(*cl->ctl->env.controller, req);
 }
 
 static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds)
 {
-	struct daemon *d = cl->ctl->d;
+	const struct ctl_env *e = &cl->ctl->env;
 	const char *cmd, *comm, *role;
 	json_t *id = NULL, *r;
 	json_error_t err;
@@ -460,24 +460,24 @@ static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds
 		return proto_reply_error(req, PROTO_E_LIMIT,
 					 "too many clients (max_clients %u): this connection holds "
 					 "one of the administrators' reserved slots, which register "
-					 "no flows", cl->ctl->d->cfg.limits.max_clients);
+					 "no flows", cl->ctl->env.cfg->limits.max_clients);
 	if (pid != cl->pid)
 		log_debug(LOG_SS_CTL, "hello claims pid %lld, socket says %d: using %d", (long long)pid,
 			  (int)cl->pid, (int)cl->pid);
-	cl->proc = flows_proc_new(&d->flows, cl->pid, cl->uid, comm, &rc);
+	cl->proc = flows_proc_new(e->flows, cl->pid, cl->uid, comm, &rc);
 	if (!cl->proc)
 		return proto_reply_error(req, PROTO_E_INTERNAL, "cannot create shared memory: %s",
 					 strerror(-rc));
-	fds[0] = shm_seg_open_ro(&d->flows.global);
+	fds[0] = shm_seg_open_ro(&e->flows->global);
 	if (fds[0] < 0)
 		return proto_reply_error(req, PROTO_E_INTERNAL, "cannot share memory: %s",
 					 strerror(-fds[0]));
 	fds[1] = cl->proc->seg.fd;
 	*nfds = 2;
 	r = proto_reply_ok(req);
-	json_object_set_new(r, "instance", json_integer((json_int_t)(d->instance >> 1)));
+	json_object_set_new(r, "instance", json_integer((json_int_t)(e->instance >> 1)));
 	json_object_set_new(r, "shm", json_pack("{s:I, s:I}", "global_size",
-						(json_int_t)d->flows.global.size, "client_size",
+						(json_int_t)e->flows->global.size, "client_size",
 						(json_int_t)cl->proc->seg.size));
 	return r;
 }
@@ -507,25 +507,25 @@ static json_t *cmd_register(struct ctl_client *cl, json_t *req)
 	fr.port = (unsigned)port;
 	fr.qpn = (uint32_t)qpn;
 	fr.weight = (uint32_t)weight;
-	f = flows_register(&cl->ctl->d->flows, cl->proc, &fr, &code, msg, sizeof(msg));
+	f = flows_register(cl->ctl->env.flows, cl->proc, &fr, &code, msg, sizeof(msg));
 	if (!f)
 		return proto_reply_error(req, code, "%s", msg);
-	if (cl->ctl->d->controller) /* admission warning, its rate at once */
-		ctrl_flow_registered(cl->ctl->d->controller, f);
+	if (*cl->ctl->env.controller) /* admission warning, its rate at once */
+		ctrl_flow_registered(*cl->ctl->env.controller, f);
 	r = proto_reply_ok(req);
 	json_object_set_new(r, "flow", json_integer(f->id));
 	json_object_set_new(r, "slot", json_integer(f->gslot));
 	json_object_set_new(r, "app_slot", json_integer(f->cslot));
 	json_object_set_new(r, "class", json_string(config_class_name(f->cls)));
 	json_object_set_new(r, "class_source",
-			    json_string(flows_class_source(&cl->ctl->d->flows, f)));
+			    json_string(flows_class_source(cl->ctl->env.flows, f)));
 	json_object_set_new(r, "warning", f->warning[0] ? json_string(f->warning) : json_null());
 	return r;
 }
 
 static struct flow *own_flow(struct ctl_client *cl, json_int_t id)
 {
-	struct flow *f = id > 0 && id <= UINT32_MAX ? flows_find(&cl->ctl->d->flows, (uint32_t)id)
+	struct flow *f = id > 0 && id <= UINT32_MAX ? flows_find(cl->ctl->env.flows, (uint32_t)id)
 						    : NULL;
 
 	return f && f->proc == cl->proc ? f : NULL;
@@ -573,9 +573,9 @@ static json_t *cmd_update(struct ctl_client *cl, json_t *req)
 	if (split && (!strcmp(split, "none") || !strcmp(split, "split") || !strcmp(split, "pace_only")))
 		snprintf(f->split, sizeof(f->split), "%s", split);
 	if (cls)
-		flows_publish_all(&cl->ctl->d->flows);
+		flows_publish_all(cl->ctl->env.flows);
 	else
-		flows_publish(&cl->ctl->d->flows, f);
+		flows_publish(cl->ctl->env.flows, f);
 	return proto_reply_ok(req);
 }
 
@@ -595,7 +595,7 @@ static struct ctl_client *client_by_serial(struct ctl *c, uint64_t serial)
 	return NULL;
 }
 
-static void split_peer_done(struct daemon *d, void *arg, int64_t split, const char *why)
+static void split_peer_done(void *arg, int64_t split, const char *why)
 {
 	struct late_reply *lr = arg;
 	struct ctl_client *cl = client_by_serial(lr->ctl, lr->serial);
@@ -638,7 +638,7 @@ static json_t *cmd_split_peer(struct ctl_client *cl, json_t *req)
 	lr->ctl = cl->ctl;
 	lr->serial = cl->serial;
 	lr->req = json_incref(req);
-	splitq_lookup(cl->ctl->d, gid, (uint32_t)peer, split_peer_done, lr);
+	cl->ctl->env.split_lookup(cl->ctl->env.split_ctx, gid, (uint32_t)peer, split_peer_done, lr);
 	return NULL;
 }
 
@@ -658,7 +658,7 @@ static json_t *cmd_unregister(struct ctl_client *cl, json_t *req)
 	if (!f)
 		return proto_reply_error(req, PROTO_E_NOT_FOUND, "no flow %lld of yours",
 					 (long long)fid);
-	flows_unregister(&cl->ctl->d->flows, f);
+	flows_unregister(cl->ctl->env.flows, f);
 	return proto_reply_ok(req);
 }
 
@@ -676,7 +676,7 @@ static void dispatch(struct ctl_client *cl, const char *line, size_t len)
 		return;
 	}
 	log_debug(LOG_SS_CTL, "pid %d uid %u: %s", (int)cl->pid, (unsigned)cl->uid, cmd);
-	cl->active_ns = daemon_now_ns();
+	cl->active_ns = cl->ctl->env.now_ns();
 	if (!strcmp(cmd, "version"))
 		r = cmd_version(cl, req);
 	else if (!strcmp(cmd, "status"))
@@ -717,8 +717,8 @@ static void client_close(struct ctl_client *cl)
 
 	if (cl->magic != CLIENT_MAGIC)
 		return;
-	ev_io_stop(c->d->loop, &cl->rw);
-	ev_io_stop(c->d->loop, &cl->ww);
+	ev_io_stop(c->env.loop, &cl->rw);
+	ev_io_stop(c->env.loop, &cl->ww);
 	for (pp = &c->clients; *pp; pp = &(*pp)->next)
 		if (*pp == cl) {
 			*pp = cl->next;
@@ -730,7 +730,7 @@ static void client_close(struct ctl_client *cl)
 	if (cl->proc) {
 		log_debug(LOG_SS_FLOW, "pid %d disconnected: freeing %zu flows", (int)cl->pid,
 			  cl->proc->n_flows);
-		flows_proc_free(&c->d->flows, cl->proc);
+		flows_proc_free(c->env.flows, cl->proc);
 	}
 	close(cl->fd);
 	cl->fd = -1;
@@ -745,7 +745,7 @@ static void client_close(struct ctl_client *cl)
 	cl->next = c->graveyard;
 	c->graveyard = cl;
 	ev_timer_set(&c->reap_w, 0, 0);
-	ev_timer_start(c->d->loop, &c->reap_w);
+	ev_timer_start(c->env.loop, &c->reap_w);
 }
 
 static void reap(struct ctl *c)
@@ -792,7 +792,7 @@ static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	if (cl->magic == CLIENT_MAGIC) /* half a line waiting: since when */
 		cl->partial_ns = cl->in.len > cl->in.tail
-					 ? (cl->partial_ns ? cl->partial_ns : daemon_now_ns())
+					 ? (cl->partial_ns ? cl->partial_ns : cl->ctl->env.now_ns())
 					 : 0;
 	if (rc == -EMSGSIZE && cl->magic == CLIENT_MAGIC && !cl->closing) {
 		warn_limited(cl->ctl, W_TOO_LARGE,
@@ -843,7 +843,7 @@ static void refuse(int fd, const char *fmt, ...)
  * longest if they are all taken), -1 none (the reason in @why). */
 static int admit(struct ctl *c, uid_t uid, bool admin, char *why, size_t n)
 {
-	const struct config_limits *lim = &c->d->cfg.limits;
+	const struct config_limits *lim = &c->env.cfg->limits;
 	struct ctl_client *oldest = NULL;
 	size_t of_uid = 0;
 
@@ -914,8 +914,8 @@ static void accept_one(struct ctl *c, struct ev_loop *loop, int fd)
 	cl->gid = cred.gid;
 	cl->admin = admin;
 	cl->reserved = slot == 1;
-	cl->active_ns = daemon_now_ns();
-	proto_linebuf_init(&cl->in, c->d->cfg.limits.max_request_bytes);
+	cl->active_ns = c->env.now_ns();
+	proto_linebuf_init(&cl->in, c->env.cfg->limits.max_request_bytes);
 	ev_io_init(&cl->rw, client_read_cb, fd, EV_READ);
 	ev_io_init(&cl->ww, client_write_cb, fd, EV_WRITE);
 	cl->rw.data = cl;
@@ -951,7 +951,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct ctl *c = w->data;
-	uint64_t now = daemon_now_ns(), lim = c->d->cfg.limits.idle_timeout_ms * 1000000ull;
+	uint64_t now = c->env.now_ns(), lim = c->env.cfg->limits.idle_timeout_ms * 1000000ull;
 	struct ctl_client *cl, *next;
 
 	for (cl = c->clients; cl; cl = next) {
@@ -963,7 +963,7 @@ static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (cl->stuck_ns && now - cl->stuck_ns > lim) {
 			warn_limited(c, W_TIMEOUT, "pid %d (uid %u) has not read its replies for "
 				     "%u ms; disconnecting", (int)cl->pid, (unsigned)cl->uid,
-				     c->d->cfg.limits.idle_timeout_ms);
+				     c->env.cfg->limits.idle_timeout_ms);
 			client_close(cl);
 			continue;
 		}
@@ -974,11 +974,11 @@ static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (!why)
 			continue;
 		warn_limited(c, W_TIMEOUT, "pid %d (uid %u): %s for %u ms; disconnecting",
-			     (int)cl->pid, (unsigned)cl->uid, why, c->d->cfg.limits.idle_timeout_ms);
+			     (int)cl->pid, (unsigned)cl->uid, why, c->env.cfg->limits.idle_timeout_ms);
 		cl->closing = 1;
 		ev_io_stop(loop, &cl->rw);
 		client_reply(cl, proto_reply_error(NULL, PROTO_E_TIMEOUT, "%s for %u ms: closing",
-						   why, c->d->cfg.limits.idle_timeout_ms),
+						   why, c->env.cfg->limits.idle_timeout_ms),
 			     NULL, 0);
 		if (cl->magic == CLIENT_MAGIC && cl->out_len) /* cannot even take that */
 			client_close(cl);
@@ -1085,7 +1085,7 @@ static int stale_check(const char *path)
 	return unlink(path) ? -errno : 0;
 }
 
-int ctl_open(struct ctl *c, struct daemon *d)
+int ctl_open(struct ctl *c, const struct ctl_env *env)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	gid_t gid = (gid_t)-1;
@@ -1095,16 +1095,16 @@ int ctl_open(struct ctl *c, struct daemon *d)
 	int rc;
 
 	memset(c, 0, sizeof(*c));
-	c->d = d;
+	c->env = *env;
 	c->lfd = -1;
 	ev_init(&c->reap_w, reap_cb);
 	c->reap_w.data = c;
-	snprintf(c->path, sizeof(c->path), "%s", d->cfg.socket);
-	if (d->cfg.socket_group[0]) {
-		struct group *g = getgrnam(d->cfg.socket_group);
+	snprintf(c->path, sizeof(c->path), "%s", env->cfg->socket);
+	if (env->cfg->socket_group[0]) {
+		struct group *g = getgrnam(env->cfg->socket_group);
 
 		if (!g) {
-			log_warnx("socket_group \"%s\" does not exist", d->cfg.socket_group);
+			log_warnx("socket_group \"%s\" does not exist", env->cfg->socket_group);
 			return -ENOENT;
 		}
 		gid = g->gr_gid;
@@ -1114,11 +1114,12 @@ int ctl_open(struct ctl *c, struct daemon *d)
 	base = slash ? slash + 1 : dir;
 	if (slash && slash != dir)
 		*slash = 0;
-	rc = secure_dir(d->cfg.runtime_dir, gid, strcmp(dir, d->cfg.runtime_dir) ? NULL : base);
+	rc = secure_dir(env->cfg->runtime_dir, gid,
+			strcmp(dir, env->cfg->runtime_dir) ? NULL : base);
 	if (rc)
 		return rc;
 	if (slash && slash != dir) {
-		if (strcmp(dir, d->cfg.runtime_dir)) {
+		if (strcmp(dir, env->cfg->runtime_dir)) {
 			rc = secure_dir(dir, gid, base);
 			if (rc)
 				return rc;
@@ -1150,12 +1151,12 @@ int ctl_open(struct ctl *c, struct daemon *d)
 	}
 	ev_io_init(&c->lw, accept_cb, c->lfd, EV_READ);
 	c->lw.data = c;
-	ev_io_start(d->loop, &c->lw);
-	ev_timer_init(&c->idle_w, idle_cb, 1.0, d->cfg.limits.idle_timeout_ms < 2000
-							? d->cfg.limits.idle_timeout_ms / 2000.0
+	ev_io_start(env->loop, &c->lw);
+	ev_timer_init(&c->idle_w, idle_cb, 1.0, env->cfg->limits.idle_timeout_ms < 2000
+							? env->cfg->limits.idle_timeout_ms / 2000.0
 							: 1.0);
 	c->idle_w.data = c;
-	ev_timer_start(d->loop, &c->idle_w);
+	ev_timer_start(env->loop, &c->idle_w);
 	log_info("listening on %s", c->path);
 	return 0;
 out_unlink:
@@ -1170,11 +1171,11 @@ void ctl_close(struct ctl *c)
 {
 	while (c->clients)
 		client_close(c->clients);
-	ev_timer_stop(c->d->loop, &c->reap_w);
-	ev_timer_stop(c->d->loop, &c->idle_w);
+	ev_timer_stop(c->env.loop, &c->reap_w);
+	ev_timer_stop(c->env.loop, &c->idle_w);
 	reap(c);
 	if (c->lfd >= 0) {
-		ev_io_stop(c->d->loop, &c->lw);
+		ev_io_stop(c->env.loop, &c->lw);
 		close(c->lfd);
 		unlink(c->path);
 		c->lfd = -1;

@@ -7,21 +7,11 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "controller.h"
+#include "ctl.h"
 #include "flows.h"
-
-#define JUSTITIA_VERSION "0.1.0"
-
-/* What the controller publishes (filled by the isolation controller; until
- * a reference flow runs, "current99_ns" stays 0 = no measurement). */
-struct ctrl_view {
-	int mode;                     /* enum jst_ctrl_mode */
-	uint64_t current99_ns, p50_ns, p999_ns;
-	uint64_t safe_util_bps;
-	uint64_t samples;
-	const char *ref_state;        /* "off", "connecting", "up", "down" */
-	char ref_peer[96];
-	char ref_error[160];
-};
+#include "splitq.h"
+#include "version.h"
 
 struct peer_ctx;
 struct ctrl;
@@ -42,5 +32,31 @@ struct daemon {
 };
 
 uint64_t daemon_now_ns(void);
+
+/* split_peer's lookups (splitq.c) through the control socket's interface. */
+static inline void daemon_split_lookup(void *d, const char *gid, uint32_t qpn, ctl_split_cb cb,
+				       void *arg)
+{
+	splitq_lookup(d, gid, qpn, cb, arg);
+}
+
+/* What the control socket sees of @d (main.c; the tests that run ctl.c). */
+static inline struct ctl_env daemon_ctl_env(struct daemon *d)
+{
+	return (struct ctl_env){
+		.loop = d->loop,
+		.cfg = &d->cfg,
+		.config_path = d->config_path,
+		.instance = d->instance,
+		.start_ns = d->start_ns,
+		.flows = &d->flows,
+		.ctrl = &d->ctrl,
+		.controller = &d->controller,
+		.qpw = &d->qpw,
+		.now_ns = daemon_now_ns,
+		.split_lookup = daemon_split_lookup,
+		.split_ctx = d,
+	};
+}
 
 #endif

@@ -253,7 +253,11 @@ int main(int argc, char **argv)
 	 * before the socket exists, so that no client waits while it loads */
 	qpwatch_init(&qpw, &d);
 	d.qpw = &qpw;
-	rc = ctl_open(&ctl, &d);
+	{
+		struct ctl_env env = daemon_ctl_env(&d);
+
+		rc = ctl_open(&ctl, &env);
+	}
 	if (rc) {
 		log_err("control socket %s: %s", d.cfg.socket, strerror(-rc));
 		goto out_qpwatch;

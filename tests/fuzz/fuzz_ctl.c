@@ -13,6 +13,7 @@
  * runs (commands that need it say so), no peer daemon: split_peer answers
  * that it has none. */
 #include "../../daemon/ctl.c"
+#include "../../daemon/justitiad.h"
 
 #include <jansson.h>
 
@@ -26,6 +27,14 @@ uint64_t daemon_now_ns(void)
 
 static struct daemon d;
 static struct ctl c;
+
+/* ctl_open with the daemon's view of @d, as main.c does */
+static int open_ctl(void)
+{
+	struct ctl_env env = daemon_ctl_env(&d);
+
+	return ctl_open(&c, &env);
+}
 static char dir[64];
 
 /* (libFuzzer ends with exit()) */
@@ -55,7 +64,7 @@ static void setup(void)
 	d.start_ns = daemon_now_ns();
 	d.config_path = "fuzz";
 	d.ctl = &c;
-	if (flows_init(&d.flows, &d.cfg, 7) || ctl_open(&c, &d))
+	if (flows_init(&d.flows, &d.cfg, 7) || open_ctl())
 		__builtin_trap();
 	atexit(cleanup);
 }
