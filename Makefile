@@ -250,9 +250,11 @@ $(B)/fuzz/fuzz_endpoint: tests/fuzz/fuzz_endpoint.c tests/fuzz/fuzz.h $(B)/.flag
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
 		-MMD -MP -MF $@.d -o $@ $< -ljansson -libverbs
 
-# The control socket's fuzzer drives ctl.c with the daemon's other modules
-# from the main build (as test_ctl does).
-FUZZ_CTL_OBJS := $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/ctl.o,$(DAEMON_OBJS)) \
+# The control socket's fuzzer drives ctl.c and its command modules (ctlcmd,
+# ctlconn, ctlview: #included, so instrumented) with the daemon's other
+# modules from the main build.
+FUZZ_CTL_OBJS := $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/ctl.o \
+	$(B)/obj/daemon/ctlcmd.o $(B)/obj/daemon/ctlconn.o $(B)/obj/daemon/ctlview.o,$(DAEMON_OBJS)) \
 	$(COMMON_OBJS)
 $(B)/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz.h $(FUZZ_CTL_OBJS) $(B)/.flags
 	$(call msg,FUZZ,$@)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* libFuzzer target for the control socket's commands (daemon/ctl.c): what
+/* libFuzzer target for the control socket (daemon/ctl*.c): what
  * any local process may send justitiad, end to end over a real UNIX socket
  * (the daemon's loop and the fuzzer's client run in one thread, as in
  * tests/unit/test_ctl.c), every command's arguments included.  Checks that
@@ -13,6 +13,9 @@
  * runs (commands that need it say so), no peer daemon: split_peer answers
  * that it has none. */
 #include "../../daemon/ctl.c"
+#include "../../daemon/ctlcmd.c"
+#include "../../daemon/ctlconn.c"
+#include "../../daemon/ctlview.c"
 #include "../../daemon/justitiad.h"
 
 #include <jansson.h>
@@ -35,6 +38,7 @@ static int open_ctl(void)
 
 	return ctl_open(&c, &env);
 }
+
 static char dir[64];
 
 /* (libFuzzer ends with exit()) */

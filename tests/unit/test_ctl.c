@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/ctl.c, the control socket, end to end over a real
+/* Unit tests of daemon/ctl*.c, the control socket, end to end over a real
  * UNIX socket in a temporary directory: the daemon's loop and the test's
  * non-blocking clients run in one thread.  A client closing in the middle
  * of dispatch, flows replies in pages whatever max_flows is, integers that
@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "../../daemon/ctl.c"
+#include "../../daemon/ctlview.h"
 #include "../../daemon/justitiad.h"
 
 uint64_t daemon_now_ns(void)
