@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/peer.c and daemon/siphash.c: SipHash-2-4 against the
+/* Unit tests of daemon/peer*.c and daemon/siphash.c: SipHash-2-4 against the
  * reference vectors; two peer contexts over TCP on the loopback interface
  * that dial each other, with and without a shared secret; requests, replies,
  * errors, timeouts, async handlers; authentication failures, tampered and
@@ -13,7 +13,9 @@
 #include "../../common/log.c"
 #include "../../common/proto.c"
 #include "../../daemon/peer.c"
+#include "../../daemon/peeraddr.c"
 #include "../../daemon/peerauth.c"
+#include "../../daemon/peerconn.c"
 #include "../../daemon/peermsg.c"
 #include "../../daemon/siphash.c"
 
