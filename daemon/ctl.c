@@ -72,7 +72,7 @@ static void client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		cl->closing = 1;
 		ev_io_stop(loop, &cl->rw);
 		ctlconn_reply(cl, proto_reply_error(NULL, PROTO_E_TOO_LARGE,
-						   "request longer than %zu bytes", cl->in.max),
+						    "request longer than %zu bytes", cl->in.max),
 			     NULL, 0);
 	}
 }
@@ -139,8 +139,8 @@ static int admit(struct ctl *c, uid_t uid, bool admin, char *why, size_t n)
 			 "longest", (int)oldest->pid);
 		oldest->closing = 1;
 		ctlconn_reply(oldest, proto_reply_error(NULL, PROTO_E_LIMIT,
-						       "closed: another administrator needed "
-						       "this reserved connection"),
+							"closed: another administrator needed "
+							"this reserved connection"),
 			     NULL, 0);
 		ctlconn_close(oldest); /* now, flushed or not: its slot is needed */
 	}
@@ -249,7 +249,7 @@ static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		cl->closing = 1;
 		ev_io_stop(loop, &cl->rw);
 		ctlconn_reply(cl, proto_reply_error(NULL, PROTO_E_TIMEOUT, "%s for %u ms: closing",
-						   why, c->env.cfg->limits.idle_timeout_ms),
+						    why, c->env.cfg->limits.idle_timeout_ms),
 			     NULL, 0);
 		if (cl->magic == CTLCONN_MAGIC && cl->out_len) /* cannot even take that */
 			ctlconn_close(cl);

@@ -124,7 +124,7 @@ static void *resolve_thread(void *arg)
 }
 
 int peeraddr_resolve_start(struct peer *p, const char *port,
-			    void (*resolved_cb)(struct ev_loop *, ev_io *, int))
+			   void (*resolved_cb)(struct ev_loop *, ev_io *, int))
 {
 	struct peer_ctx *pc = p->pc;
 	struct peeraddr_job *j;

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 
 #include "../../daemon/config.c"
+#include "../../daemon/configdump.c"
+#include "../../daemon/configparse.c"
 #include "../../common/jsonpos.c"
 
 #include "fuzz.h"

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 
 #include "../../daemon/config.c"
+#include "../../daemon/configdump.c"
+#include "../../daemon/configparse.c"
 #include "../../common/jsonpos.c"
 
 #define DATA_DIR "tests/unit/data/config"
