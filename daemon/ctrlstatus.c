@@ -132,7 +132,8 @@ void ctrl_status(struct ctrl *c, json_t *o)
 							     : "ignore_latency"));
 	json_object_set_new(o, "action", json_string(aimd_action_name(c->aimd.action)));
 	json_object_set_new(o, "stale", json_boolean(c->aimd.stale));
-	json_object_set_new(o, "violating", json_boolean(ctrlstatus_violated_recently(c, clock_now_ns())));
+	json_object_set_new(o, "violating",
+			    json_boolean(ctrlstatus_violated_recently(c, clock_now_ns())));
 	json_object_set_new(o, "floor_bps", jnull_or(c->aimd.floor_bps));
 	json_object_set_new(o, "step_bps", jnull_or(c->max_rate_bps ? c->aimd.step_bps : 0));
 	json_object_set_new(o, "period_us", json_integer(cfg->reference.period_us));

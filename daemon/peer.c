@@ -210,7 +210,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (now - last_refusal > REFUSE_LOG_NS) {
 			log_warnx("peer connection from %s refused: %s", host,
-				  !peeraddr_allowed(pc, &ss)	     ? "not a configured reference peer"
+				  !peeraddr_allowed(pc, &ss) ? "not a configured reference peer"
 				  : pc->n_in >= MAX_INCOMING ? "too many connections"
 							     : "too many connections from that host");
 			last_refusal = now;

@@ -220,7 +220,8 @@ void peerconn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	case PEER_CONNECTING:
 	case PEER_HANDSHAKE:
-		peerconn_fail(p, "%s timed out", p->state == PEER_CONNECTING ? "connect" : "handshake");
+		peerconn_fail(p, "%s timed out",
+			      p->state == PEER_CONNECTING ? "connect" : "handshake");
 		return;
 	case PEER_UP:
 		for (pp = &p->pending; (q = *pp);) {

@@ -85,8 +85,9 @@ static enum peermsg_kind decode_hello(struct peer *p, json_t *m, struct peermsg 
 	if (p->peer_node == p->pc->node)
 		return refuse(out, "connected to itself");
 	if (!!auth != p->pc->have_secret)
-		return refuse(out, "%s", auth ? "peer requires a shared secret (reference.secret_file)"
-					      : "peer has no shared secret but we require one");
+		return refuse(out, "%s",
+			      auth ? "peer requires a shared secret (reference.secret_file)"
+				   : "peer has no shared secret but we require one");
 	p->got_hello = true;
 	if (!p->pc->have_secret)
 		return PEERMSG_HELLO;

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/refflow.c that need no RDMA device: what peers may
- * make the daemon register through ref_open (responders: pinned memory and
- * QPs), per connection, per peer host and in total.  #includes refflow.c to
- * reach its statics and links the daemon's other objects. */
+/* Unit tests of daemon/refresp.c, the reference flow's responder, that need
+ * no RDMA device: what peers may make the daemon register through ref_open
+ * (responders: pinned memory and QPs), per connection, per peer host and in
+ * total.  #includes refresp.c to reach its statics and links the daemon's
+ * other objects. */
 #include <arpa/inet.h>
 
-/* before cmocka.h, whose fail() macro would rename refflow.c's fail() */
-#include "../../daemon/refflow.c"
+/* before cmocka.h, whose fail() macro would rename a fail() of the daemon's */
+#include "../../daemon/refresp.c"
 #include "../../daemon/justitiad.h"
 
 #include <setjmp.h>
@@ -29,7 +30,7 @@ static struct sockaddr_storage host(const char *ip)
 	return ss;
 }
 
-/* What op_ref_open does after resp_admit() said yes, without a device. */
+/* What refresp_open does after resp_admit() said yes, without a device. */
 static void add(struct refflow *rf, uint64_t conn, const char *ip, size_t len)
 {
 	struct ref_responder *r = calloc(1, sizeof(*r));
@@ -47,7 +48,7 @@ static void add(struct refflow *rf, uint64_t conn, const char *ip, size_t len)
 static void free_all(struct refflow *rf)
 {
 	while (rf->resp)
-		responder_free(rf, rf->resp);
+		refresp_free(rf, rf->resp);
 }
 
 static int admit(struct refflow *rf, uint64_t conn, const char *ip, size_t len, char *why)
