@@ -1,14 +1,8 @@
 // SPDX-License-Identifier: MIT
-/*
- * justitiad configuration, the model: a strict JSON file checked against one schema.
- *
- * The schema is a table of fields per JSON object (struct section): key, type, range, where in
- * struct config the value goes, defaults, and the checks across members.  Loading (configparse.c)
- * looks every member up in its section (unknown keys are errors), checks type and range and
- * stores it; dumping (configdump.c) walks the same tables.  Here: the tables, the defaults, the
- * names of classes, levels and subsystems, the validators.
- * May call: configparse (errors with positions); not configdump.c.
- */
+/* justitiad configuration, the model: the schema's tables (configschema.h),
+ * the defaults, the checks across members, the names of classes, levels and
+ * subsystems.  Loading is configparse.c's, printing configdump.c's.
+ * May call: configparse (errors with positions); not configdump.c. */
 #include "configschema.h"
 #include "shm_abi.h"
 
@@ -22,9 +16,14 @@
 #include <strings.h>
 #include <unistd.h>
 
+/* The schema is a table of fields per JSON object (struct section): key,
+ * type, range, where in struct config the value goes, defaults.  Loading
+ * looks every member up in its section (unknown keys are errors), checks
+ * type and range and stores it; dumping walks the same tables, so every key
+ * that can be read is also written. */
+
 #define SOCKET_NAME	"/justitiad.sock"
 #define PEER_PORT	7471
-
 
 static const char *const class_names[] = { JST_CLASS_NAME_LIST, NULL };
 static const char *const class_short[] = { "lat", "tput", "bw", NULL };

@@ -513,7 +513,6 @@ static bool only_whitespace(const char *s, size_t len)
 	return true;
 }
 
-
 /* Parse @x's text against @top into @base: 0, or -errno with the message
  * in x->err (FILE:LINE:COL where the text allows). */
 int configparse_text(struct ctx *x, const struct section *top, void *base)

@@ -1,13 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The daemon side of the control socket: the socket, its directory and
- * accepting connections.
- *
- * Hygiene (OpenSMTPD/lldpd/chrony): the socket lives in a directory that is
- * not world-accessible; a live socket at the path means another instance
- * runs (we refuse to start), a dead one is stale (unlinked); the umask is
- * tightened before bind(); SO_PEERCRED is read on every accept; mutating
- * commands need uid 0; clients, request size and buffered output are
- * bounded, and a misbehaving client is disconnected, never trusted.
+ * accepting connections (limits, the administrators' reserve, timeouts).
  * May call: ctlcmd (a request line), ctlconn (replies, closing), config,
  * proto, log; the rest of the daemon only through struct ctl_env. */
 #include "ctl.h"
@@ -29,6 +22,13 @@
 #include "ctlcmd.h"
 #include "ctlconn.h"
 #include "log.h"
+
+/* Hygiene (OpenSMTPD/lldpd/chrony): the socket lives in a directory that is
+ * not world-accessible; a live socket at the path means another instance
+ * runs (we refuse to start), a dead one is stale (unlinked); the umask is
+ * tightened before bind(); SO_PEERCRED is read on every accept; mutating
+ * commands need uid 0; clients, request size and buffered output are
+ * bounded, and a misbehaving client is disconnected, never trusted. */
 
 #define READ_CHUNK 16384
 #define ADMIN_RESERVE 8          /* connections beyond max_clients for administrators */

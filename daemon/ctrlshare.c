@@ -11,7 +11,6 @@
 #include "justitiad.h"
 #include "log.h"
 
-
 static bool hungry_cls(int cls)
 {
 	return cls == FLOW_CLASS_BANDWIDTH || cls == FLOW_CLASS_THROUGHPUT;

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* justitiad: the per-host Justitia daemon.  See docs/justitiad.8. */
+/* justitiad: the per-host Justitia daemon (docs/justitiad.8).  Owns the
+ * event loop and the daemon state (justitiad.h), and wires the modules:
+ * ctl gets its view through struct ctl_env, the others their pointers.
+ * May call: every module's init/fini/reconfigure; nobody calls main.c. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The justitiad peer channel (see peer.h and docs/peer-protocol.md): its
- * context, the listener and the incoming connections it admits, and acting
- * on what peers send (peermsg.c checks it first: bounded lines, strict JSON
- * members, MACs, sequence numbers): the session going up, requests to the
- * registered handlers, replies to the requests in flight.
+/* The justitiad peer channel (see peer.h, docs/peer-protocol.md): its
+ * context, the listener and the connections it admits, and acting on what
+ * peers send once peermsg.c has checked it (up, requests, replies).
  * May call: peerconn (connections), peermsg, peeraddr, peerauth, log. */
 #include "peer.h"
 
@@ -23,6 +21,11 @@
 #include "peerauth.h"
 #include "peerconn.h"
 #include "peermsg.h"
+
+/* Everything a peer sends is checked before use (peermsg.c): bounded
+ * lines, strict JSON members, MACs, sequence numbers.  Here it is acted on:
+ * the session going up, requests to the registered handlers, replies to
+ * the requests in flight. */
 
 #define MAX_INCOMING (2 * CONFIG_MAX_PEERS)
 #define MAX_INCOMING_PER_HOST 8 /* a few daemons on one peer host, each dials once */

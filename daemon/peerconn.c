@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* The peer channel's connections (see peer.h and docs/peer-protocol.md):
- * one struct peer per TCP connection, its state machine (connecting,
- * handshake, up, down), its output queue, timers and request deadlines,
- * dialling (re-dialling outgoing peers with exponential backoff) and
- * closing.  Received lines go to pc->on_line (peer.c).
- * May call: peermsg (our hello, our messages), peeraddr, proto, log. */
+/* The peer channel's connections: one struct peer per TCP connection, its
+ * state machine, output queue, timers and request deadlines, dialling with
+ * backoff and closing; received lines go to pc->on_line (peer.c).
+ * May call: peermsg (our hello), peeraddr, peerauth (MACs), proto, log. */
 #include "peerconn.h"
 
 #include <errno.h>
@@ -23,6 +21,10 @@
 #include "peeraddr.h"
 #include "peerauth.h"
 #include "peermsg.h"
+
+/* Outgoing peers (one per configured reference.peers[] entry) live in an
+ * array and are re-dialled after a failure with exponential backoff;
+ * incoming connections live in a list and are freed when they close. */
 
 #define OUT_MAX (1u << 20)
 

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The peer channel's messages (docs/peer-protocol.md sections 3 and 4):
- * hello, auth, requests and replies, each line checked strictly (and its MAC
- * verified) before use, and returned decoded: acting on it (sending, failing
- * the connection, handlers, pending requests) is peer.c's.
+/* The peer channel's messages (docs/peer-protocol.md sections 3, 4): hello,
+ * auth, requests, replies; each line checked strictly (MAC included) and
+ * returned decoded for peer.c to act on.
  * May call: peerauth, siphash, log; nothing of peer.c or peerconn.c. */
 #include "peermsg.h"
 

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The reference flow's probes: one in flight at a time, one RefPeriod
- * apart; their completions (and the loopback twin's) into samples of the
- * latency window; a failure tears the session down and retries after a
- * backoff.
- * May call: refverbs (sessions, loopback pair, error state), quantile, rdma,
- * log; not refflow.c or refresp.c. */
+ * apart; completions into samples of the latency window; a failure tears
+ * the session down and retries after a backoff.
+ * May call: refverbs, quantile, rdma, log; not refflow.c or refresp.c. */
 #include "refprobe.h"
 
 #include <stdarg.h>
@@ -14,6 +12,9 @@
 #include "clock.h"
 #include "log.h"
 #include "refverbs.h"
+
+/* A probe and its loopback twin (loopback correction) are posted together;
+ * the sample is the probe's time minus the twin's. */
 
 #define WR_REF 1ull
 #define WR_LB 2ull

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+/* Split-QP lookups for the shims (see splitq.h): from this daemon's
+ * registry, or from the peer daemon that owns the peer's GID.
+ * May call: peer (requests, handlers), flows, log. */
 #include "splitq.h"
 
 #include <arpa/inet.h>
