@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/ctl.c, the daemon side of the control socket,
+/* Unit tests of daemon/ctl*.c, the daemon side of the control socket,
  * linked with the daemon's objects (not main.o) and driven through a real
  * socket in a temporary runtime directory, with the event loop turned by
  * hand: requests are answered in order however the bytes arrive, every
