@@ -8,9 +8,7 @@
 
 #include "config.h"
 #include "controller.h"
-#include "ctl.h"
 #include "flows.h"
-#include "splitq.h"
 #include "version.h"
 
 struct peer_ctx;
@@ -32,31 +30,5 @@ struct daemon {
 };
 
 uint64_t daemon_now_ns(void);
-
-/* split_peer's lookups (splitq.c) through the control socket's interface. */
-static inline void daemon_split_lookup(void *d, const char *gid, uint32_t qpn, ctl_split_cb cb,
-				       void *arg)
-{
-	splitq_lookup(d, gid, qpn, cb, arg);
-}
-
-/* What the control socket sees of @d (main.c; the tests that run ctl.c). */
-static inline struct ctl_env daemon_ctl_env(struct daemon *d)
-{
-	return (struct ctl_env){
-		.loop = d->loop,
-		.cfg = &d->cfg,
-		.config_path = d->config_path,
-		.instance = d->instance,
-		.start_ns = d->start_ns,
-		.flows = &d->flows,
-		.ctrl = &d->ctrl,
-		.controller = &d->controller,
-		.qpw = &d->qpw,
-		.now_ns = daemon_now_ns,
-		.split_lookup = daemon_split_lookup,
-		.split_ctx = d,
-	};
-}
 
 #endif

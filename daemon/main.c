@@ -22,6 +22,7 @@
 #include "peer.h"
 #include "qpwatch.h"
 #include "splitq.h"
+#include "wiring.h"
 
 #define DEFAULT_CONFIG CONFIG_DEFAULT_PATH
 #define TICK_S 0.1
@@ -257,7 +258,7 @@ int main(int argc, char **argv)
 	qpwatch_init(&qpw, &d);
 	d.qpw = &qpw;
 	{
-		struct ctl_env env = daemon_ctl_env(&d);
+		struct ctl_env env = wiring_ctl_env(&d);
 
 		rc = ctl_open(&ctl, &env);
 	}

@@ -17,6 +17,7 @@
 #include "../../daemon/ctlconn.c"
 #include "../../daemon/ctlview.c"
 #include "../../daemon/justitiad.h"
+#include "../../daemon/wiring.h"
 
 #include <jansson.h>
 
@@ -34,7 +35,7 @@ static struct ctl c;
 /* ctl_open with the daemon's view of @d, as main.c does */
 static int open_ctl(void)
 {
-	struct ctl_env env = daemon_ctl_env(&d);
+	struct ctl_env env = wiring_ctl_env(&d);
 
 	return ctl_open(&c, &env);
 }

@@ -15,6 +15,7 @@
 #include "../../daemon/ctl.c"
 #include "../../daemon/ctlview.h"
 #include "../../daemon/justitiad.h"
+#include "../../daemon/wiring.h"
 
 uint64_t daemon_now_ns(void)
 {
@@ -30,7 +31,7 @@ static struct ctl c;
 /* ctl_open with the daemon's view of @d, as main.c does */
 static int open_ctl(void)
 {
-	struct ctl_env env = daemon_ctl_env(&d);
+	struct ctl_env env = wiring_ctl_env(&d);
 
 	return ctl_open(&c, &env);
 }

@@ -24,6 +24,7 @@
 #include "../../daemon/controller.h"
 #include "../../daemon/ctl.h"
 #include "../../daemon/justitiad.h"
+#include "../../daemon/wiring.h"
 #include "clock.h"
 #include "log.h"
 #include "proto.h"
@@ -39,7 +40,7 @@ static struct ctl c;
 /* ctl_open with the daemon's view of @d, as main.c does */
 static int open_ctl(void)
 {
-	struct ctl_env env = daemon_ctl_env(&d);
+	struct ctl_env env = wiring_ctl_env(&d);
 
 	return ctl_open(&c, &env);
 }
