@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* State of the running daemon, shared by its modules. */
+/* State of the running daemon, main.c's.  Included by main.c and wiring.c,
+ * and by the modules that still reach into it: the controller (controller.c,
+ * ctrl*.c), qpwatch.c, splitq.c.  Never by ctl*.c: they get struct ctl_env. */
 #ifndef JUSTITIAD_H
 #define JUSTITIAD_H
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* justitiad: the per-host Justitia daemon (docs/justitiad.8).  Owns the
  * event loop and the daemon state (justitiad.h), and wires the modules:
- * ctl gets its view through struct ctl_env, the others their pointers.
- * May call: every module's init/fini/reconfigure; nobody calls main.c. */
+ * ctl gets its view through struct ctl_env (wiring.c), the others pointers.
+ * May call: every module's init/fini/reconfigure, wiring; called back: only
+ * daemon_now_ns(). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
