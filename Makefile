@@ -61,7 +61,9 @@ SHIM_LIBS := -libverbs -ljansson -ldl -pthread
 # ---------------------------------------------------------------- daemon, justctl
 COMMON_OBJS := $(B)/obj/common/proto.o $(B)/obj/common/proto_client.o $(B)/obj/common/log.o
 DAEMON_SRCS := $(filter-out %.bpf.c,$(wildcard daemon/*.c))
-DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o)
+# common/jsonpos.c: source positions of JSON values, for the configuration's
+# errors here and the scenarios' in justbench (not the shim: it has no use)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/common/jsonpos.o
 DAEMON      := $(B)/justitiad
 DAEMON_LIBS := -lev -ljansson -libverbs -lbpf -pthread
 JUSTCTL     := $(B)/justctl
@@ -71,7 +73,7 @@ JUSTCTL_LIBS := -ljansson
 # tools/justbench.c and its tools/bench_*.c modules (docs/justbench.1)
 JUSTBENCH      := $(B)/justbench
 JUSTBENCH_SRCS := tools/justbench.c $(wildcard tools/bench_*.c)
-JUSTBENCH_OBJS := $(JUSTBENCH_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/jsonpos.o
+JUSTBENCH_OBJS := $(JUSTBENCH_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/common/jsonpos.o
 JUSTBENCH_LIBS := -libverbs -ljansson -pthread
 
 # ---------------------------------------------------------------- justsim
@@ -177,9 +179,9 @@ $(DAEMON_UNITS): $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o \
 	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
 
 # Tests that #include one daemon module (to reach its statics) and link the
-# daemon's other objects: test_ctl (ctl.c), test_refflow (refflow.c),
+# daemon's other objects: test_ctl (ctl.c), test_refresp (refresp.c),
 # test_splitq (splitq.c), test_flows (flows.c).
-DAEMON_MODULE_TESTS := ctl refflow splitq flows
+DAEMON_MODULE_TESTS := ctl refresp splitq flows
 $(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
 		$(B)/obj/tests/unit/test_%.o $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)
@@ -260,9 +262,11 @@ $(B)/fuzz/fuzz_endpoint: tests/fuzz/fuzz_endpoint.c tests/fuzz/fuzz.h $(B)/.flag
 	$(Q)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -I. -Icommon \
 		-MMD -MP -MF $@.d -o $@ $< -ljansson -libverbs
 
-# The control socket's fuzzer drives ctl.c with the daemon's other modules
-# from the main build (as test_ctl does).
-FUZZ_CTL_OBJS := $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/ctl.o,$(DAEMON_OBJS)) \
+# The control socket's fuzzer drives ctl.c and its command modules (ctlcmd,
+# ctlconn, ctlview: #included, so instrumented) with the daemon's other
+# modules from the main build.
+FUZZ_CTL_OBJS := $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/ctl.o \
+	$(B)/obj/daemon/ctlcmd.o $(B)/obj/daemon/ctlconn.o $(B)/obj/daemon/ctlview.o,$(DAEMON_OBJS)) \
 	$(COMMON_OBJS)
 $(B)/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz.h $(FUZZ_CTL_OBJS) $(B)/.flags
 	$(call msg,FUZZ,$@)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The AIMD controller of the safe utilisation (see aimd.h). */
+/* The AIMD controller of the safe utilisation (see aimd.h): one step per
+ * RefPeriod from Current99 and the counts of L/B/T flows, pure arithmetic.
+ * May call: config (its types) only. */
 #include "aimd.h"
 
 #include <string.h>

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* MaxRate calibration (see calib.h). */
+/* MaxRate calibration (see calib.h): a saturating session to the reference
+ * peer, the achieved rate stored per device and port in state_dir.
+ * May call: refflow (a session on the probes' device), clock, log. */
 #include "calib.h"
 
 #include <errno.h>

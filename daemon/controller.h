@@ -32,6 +32,18 @@
 #define CTRL_ACTIVE_MIN_NS 100000000ull /* ... and at least 100 ms */
 #define CTRL_POLL_PERIODS 4            /* read the shims' counters every 4 periods */
 
+/* What the controller publishes (filled by the isolation controller; until
+ * a reference flow runs, "current99_ns" stays 0 = no measurement). */
+struct ctrl_view {
+	int mode;                     /* enum jst_ctrl_mode */
+	uint64_t current99_ns, p50_ns, p999_ns;
+	uint64_t safe_util_bps;
+	uint64_t samples;
+	const char *ref_state;        /* "off", "connecting", "up", "down" */
+	char ref_peer[96];
+	char ref_error[160];
+};
+
 struct daemon;
 struct flow;
 struct config_device;

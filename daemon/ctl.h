@@ -10,8 +10,34 @@
 
 #include "proto.h"
 
-struct daemon;
+struct config;
 struct ctl;
+struct ctrl;
+struct ctrl_view;
+struct flows;
+struct qpwatch;
+
+/* The split QP of a peer's QP, or -1 with @why (split_peer). */
+typedef void (*ctl_split_cb)(void *arg, int64_t split_qpn, const char *why);
+
+/* What the control socket sees of the daemon, set up by main.c: pointers
+ * into state that outlives the socket. */
+struct ctl_env {
+	struct ev_loop *loop;
+	struct config *cfg;              /* "set" changes the running values */
+	const char *config_path;
+	uint64_t instance;
+	uint64_t start_ns;
+	struct flows *flows;
+	const struct ctrl_view *ctrl;    /* what the controller publishes */
+	struct ctrl *const *controller;  /* the isolation controller, or NULL */
+	struct qpwatch *const *qpw;      /* the BPF QP watcher, or NULL */
+	uint64_t (*now_ns)(void);
+	/* the peer's split QP (splitq.c): calls @cb exactly once, now or later */
+	void (*split_lookup)(void *ctx, const char *gid, uint32_t qpn, ctl_split_cb cb,
+			     void *arg);
+	void *split_ctx;
+};
 
 struct ctl_client {
 	unsigned magic;
@@ -36,7 +62,7 @@ struct ctl_client {
 };
 
 struct ctl {
-	struct daemon *d;
+	struct ctl_env env;
 	int lfd;
 	ev_io lw;
 	char path[108];
@@ -58,7 +84,7 @@ struct ctl {
 
 /* Create the runtime dir and the socket (refusing to start if another
  * instance answers on it), and start accepting.  0 or -errno (logged). */
-int ctl_open(struct ctl *c, struct daemon *d);
+int ctl_open(struct ctl *c, const struct ctl_env *env);
 /* Disconnect everybody, close and unlink the socket. */
 void ctl_close(struct ctl *c);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The flow registry.  Everything a shim sends is validated here before it
- * reaches a slot; counters it writes are read back as untrusted input. */
+ * reaches a slot; counters it writes are read back as untrusted input.
+ * May call: shm (segments, slots), config, proto, clock, log. */
 #include "flows.h"
 
 #include <errno.h>

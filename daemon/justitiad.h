@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* State of the running daemon, shared by its modules. */
+/* State of the running daemon, main.c's.  Included by main.c and wiring.c,
+ * and by the modules that still reach into it: the controller (controller.c,
+ * ctrl*.c), qpwatch.c, splitq.c.  Never by ctl*.c: they get struct ctl_env. */
 #ifndef JUSTITIAD_H
 #define JUSTITIAD_H
 
@@ -7,21 +9,9 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "controller.h"
 #include "flows.h"
-
-#define JUSTITIA_VERSION "0.1.0"
-
-/* What the controller publishes (filled by the isolation controller; until
- * a reference flow runs, "current99_ns" stays 0 = no measurement). */
-struct ctrl_view {
-	int mode;                     /* enum jst_ctrl_mode */
-	uint64_t current99_ns, p50_ns, p999_ns;
-	uint64_t safe_util_bps;
-	uint64_t samples;
-	const char *ref_state;        /* "off", "connecting", "up", "down" */
-	char ref_peer[96];
-	char ref_error[160];
-};
+#include "version.h"
 
 struct peer_ctx;
 struct ctrl;

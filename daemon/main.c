@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* justitiad: the per-host Justitia daemon.  See docs/justitiad.8. */
+/* justitiad: the per-host Justitia daemon (docs/justitiad.8).  Owns the
+ * event loop and the daemon state (justitiad.h), and wires the modules:
+ * ctl gets its view through struct ctl_env (wiring.c), the others pointers.
+ * May call: every module's init/fini/reconfigure, wiring; called back: only
+ * daemon_now_ns(). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -19,6 +23,7 @@
 #include "peer.h"
 #include "qpwatch.h"
 #include "splitq.h"
+#include "wiring.h"
 
 #define DEFAULT_CONFIG CONFIG_DEFAULT_PATH
 #define TICK_S 0.1
@@ -253,7 +258,11 @@ int main(int argc, char **argv)
 	 * before the socket exists, so that no client waits while it loads */
 	qpwatch_init(&qpw, &d);
 	d.qpw = &qpw;
-	rc = ctl_open(&ctl, &d);
+	{
+		struct ctl_env env = wiring_ctl_env(&d);
+
+		rc = ctl_open(&ctl, &env);
+	}
 	if (rc) {
 		log_err("control socket %s: %s", d.cfg.socket, strerror(-rc));
 		goto out_qpwatch;

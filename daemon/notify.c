@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+/* sd_notify(3) without libsystemd: READY=1, RELOADING=1, STOPPING=1 and
+ * STATUS= as one datagram to $NOTIFY_SOCKET.
+ * May call: libc only. */
 #include "notify.h"
 
 #include <errno.h>

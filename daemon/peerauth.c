@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Peer channel authentication (see peerauth.h). */
+/* Peer channel authentication (see peerauth.h): the shared secret file,
+ * the challenge/response proofs, session keys and per-line MACs.
+ * May call: siphash only. */
 #include "peerauth.h"
 
 #include <errno.h>

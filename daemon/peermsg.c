@@ -1,19 +1,41 @@
 // SPDX-License-Identifier: MIT
-/* The peer channel's messages (docs/peer-protocol.md sections 3 and 4):
- * hello, auth, requests and replies, each line checked strictly (and its MAC
- * verified) before use.  The connections themselves are peer.c's. */
+/* The peer channel's messages (docs/peer-protocol.md sections 3, 4): hello,
+ * auth, requests, replies; each line checked strictly (MAC included) and
+ * returned decoded for peer.c to act on.
+ * May call: peerauth, siphash, log; nothing of peer.c or peerconn.c. */
 #include "peermsg.h"
 
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "log.h"
 #include "peerauth.h"
 
-void peermsg_hello(struct peer *p)
+json_t *peermsg_new(const char *type)
+{
+	return json_pack("{s:i, s:s}", "v", PEER_PROTO_VERSION, "type", type);
+}
+
+/* Refuse: say why (PEERMSG_REFUSE). */
+static enum peermsg_kind refuse(struct peermsg *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static enum peermsg_kind refuse(struct peermsg *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(out->why, sizeof(out->why), fmt, ap);
+	va_end(ap);
+	return PEERMSG_REFUSE;
+}
+
+json_t *peermsg_hello(const struct peer *p)
 {
 	char nonce[33], node[17];
-	json_t *m = peer_msg("hello");
+	json_t *m = peermsg_new("hello");
 
 	peerauth_hex(nonce, p->nonce, 16);
 	peerauth_u64_hex(node, p->pc->node);
@@ -21,28 +43,7 @@ void peermsg_hello(struct peer *p)
 	json_object_set_new(m, "node", json_string(node));
 	json_object_set_new(m, "nonce", json_string(nonce));
 	json_object_set_new(m, "auth", json_boolean(p->pc->have_secret));
-	peer_send(p, m);
-}
-
-static void go_up(struct peer *p)
-{
-	p->state = PEER_UP;
-	p->backoff_ms = 0;
-	p->error[0] = 0;
-	if (p->outgoing) {
-		if (p->logged)
-			log_info("reference peer %s: connected%s", p->name,
-				 p->mac ? " (authenticated)" : "");
-		else
-			log_debug(LOG_SS_REF, "peer %s up%s", p->name,
-				  p->mac ? " (authenticated)" : "");
-	} else {
-		log_debug(LOG_SS_REF, "peer %s connected to us%s", p->name,
-			  p->mac ? " (authenticated)" : "");
-	}
-	p->logged = false;
-	peer_arm_timer(p);
-	peer_notify(p, true);
+	return m;
 }
 
 /* Session keys: one per direction, bound to both nonces. */
@@ -66,7 +67,7 @@ static uint64_t proof(const struct peer *p, bool mine)
 			      mine ? p->peer_nonce : p->nonce);
 }
 
-static void on_hello(struct peer *p, json_t *m)
+static enum peermsg_kind decode_hello(struct peer *p, json_t *m, struct peermsg *out)
 {
 	const char *role, *node, *nonce, *type;
 	json_error_t err;
@@ -74,39 +75,28 @@ static void on_hello(struct peer *p, json_t *m)
 	char mac[17];
 
 	if (json_unpack_ex(m, &err, JSON_STRICT, "{s:i, s:s, s:s, s:s, s:s, s:b}", "v", &v, "type",
-			   &type, "role", &role, "node", &node, "nonce", &nonce, "auth", &auth)) {
-		peer_conn_refuse(p, "bad hello: %s", err.text);
-		return;
-	}
-	if (strcmp(role, p->outgoing ? "server" : "client")) {
-		peer_conn_refuse(p, "bad hello: role \"%.16s\"", role);
-		return;
-	}
-	if (peerauth_hex_u64(node, &p->peer_node) || peerauth_unhex(p->peer_nonce, 16, nonce)) {
-		peer_conn_refuse(p, "bad hello: node or nonce");
-		return;
-	}
-	if (p->peer_node == p->pc->node) {
-		peer_conn_refuse(p, "connected to itself");
-		return;
-	}
-	if (!!auth != p->pc->have_secret) {
-		peer_conn_refuse(p, auth ? "peer requires a shared secret (reference.secret_file)"
-				    : "peer has no shared secret but we require one");
-		return;
-	}
+			   &type, "role", &role, "node", &node, "nonce", &nonce, "auth", &auth))
+		return refuse(out, "bad hello: %s", err.text);
+	if (strcmp(role, p->outgoing ? "server" : "client"))
+		return refuse(out, "bad hello: role \"%.16s\"", role);
+	if (peerauth_hex_u64(node, &p->peer_node) || peerauth_unhex(p->peer_nonce, 16, nonce))
+		return refuse(out, "bad hello: node or nonce");
+	if (p->peer_node == p->pc->node)
+		return refuse(out, "connected to itself");
+	if (!!auth != p->pc->have_secret)
+		return refuse(out, "%s",
+			      auth ? "peer requires a shared secret (reference.secret_file)"
+				   : "peer has no shared secret but we require one");
 	p->got_hello = true;
-	if (!p->pc->have_secret) {
-		go_up(p);
-		return;
-	}
+	if (!p->pc->have_secret)
+		return PEERMSG_HELLO;
 	peerauth_u64_hex(mac, proof(p, true));
-	m = peer_msg("auth");
-	json_object_set_new(m, "mac", json_string(mac));
-	peer_send(p, m);
+	out->reply = peermsg_new("auth");
+	json_object_set_new(out->reply, "mac", json_string(mac));
+	return PEERMSG_HELLO;
 }
 
-static void on_auth(struct peer *p, json_t *m)
+static enum peermsg_kind decode_auth(struct peer *p, json_t *m, struct peermsg *out)
 {
 	const char *mac, *type;
 	json_error_t err;
@@ -115,158 +105,80 @@ static void on_auth(struct peer *p, json_t *m)
 
 	if (json_unpack_ex(m, &err, JSON_STRICT, "{s:i, s:s, s:s}", "v", &v, "type", &type, "mac",
 			   &mac) ||
-	    peerauth_hex_u64(mac, &got)) {
-		peer_conn_refuse(p, "bad auth message");
-		return;
-	}
+	    peerauth_hex_u64(mac, &got))
+		return refuse(out, "bad auth message");
 	if (got != proof(p, false)) {
 		if (!p->outgoing)
 			log_warnx("peer %s: authentication failed (wrong shared secret?)", p->name);
-		peer_conn_refuse(p, "authentication failed");
-		return;
+		return refuse(out, "authentication failed");
 	}
 	p->got_auth = true;
 	session_keys(p);
 	p->mac = true;
-	go_up(p);
+	return PEERMSG_AUTH;
 }
 
-static struct peer *find_conn(struct peer_ctx *pc, uint64_t serial)
+json_t *peermsg_rep(json_int_t id, bool ok)
 {
-	for (size_t i = 0; i < pc->n_out; i++)
-		if (pc->out[i].serial == serial && pc->out[i].state == PEER_UP)
-			return &pc->out[i];
-	for (struct peer *p = pc->in; p; p = p->next)
-		if (p->serial == serial && p->state == PEER_UP)
-			return p;
-	return NULL;
-}
-
-static json_t *rep_new(json_int_t id, bool ok)
-{
-	json_t *m = peer_msg("rep");
+	json_t *m = peermsg_new("rep");
 
 	json_object_set_new(m, "id", json_integer(id));
 	json_object_set_new(m, "ok", json_boolean(ok));
 	return m;
 }
 
-void peer_reply(struct peer_ctx *pc, const struct peer_req *rq, json_t *result)
+static enum peermsg_kind decode_request(json_t *m, struct peermsg *out)
 {
-	struct peer *p = find_conn(pc, rq->conn);
-	json_t *m;
-
-	if (!p) {
-		json_decref(result);
-		return;
-	}
-	p->n_serving--;
-	m = rep_new(rq->id, true);
-	json_object_set_new(m, "result", result ? result : json_object());
-	peer_send(p, m);
-}
-
-void peer_reply_error(struct peer_ctx *pc, const struct peer_req *rq, const char *code,
-		      const char *fmt, ...)
-{
-	struct peer *p = find_conn(pc, rq->conn);
-	char msg[256];
-	va_list ap;
-	json_t *m;
-
-	if (!p)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	p->n_serving--;
-	m = rep_new(rq->id, false);
-	json_object_set_new(m, "error", json_pack("{s:s, s:s}", "code", code, "message", msg));
-	peer_send(p, m);
-}
-
-static void on_request(struct peer *p, json_t *m)
-{
-	struct peer_ctx *pc = p->pc;
-	struct peer_req rq = { .conn = p->serial };
-	const char *type, *op;
-	json_t *args = NULL;
+	const char *type;
 	json_error_t err;
 	int v;
 
 	if (json_unpack_ex(m, &err, JSON_STRICT, "{s:i, s:s, s:I, s:s, s?o}", "v", &v, "type",
-			   &type, "id", &rq.id, "op", &op, "args", &args) ||
-	    (args && !json_is_object(args))) {
-		peer_conn_refuse(p, "bad request: %s", args ? "args must be an object" : err.text);
-		return;
-	}
-	p->n_serving++;
-	if (p->n_serving > PEER_MAX_PENDING) {
-		peer_reply_error(pc, &rq, "busy", "more than %d requests in flight",
-				 PEER_MAX_PENDING);
-		return;
-	}
-	for (size_t i = 0; i < pc->n_handlers; i++) {
-		if (strcmp(pc->handlers[i].op, op))
-			continue;
-		if (!args)
-			args = json_object();
-		else
-			json_incref(args);
-		pc->handlers[i].fn(pc, p, &rq, args, pc->handlers[i].arg);
-		json_decref(args);
-		return;
-	}
-	peer_reply_error(pc, &rq, "unknown_op", "unknown operation \"%.32s\"", op);
+			   &type, "id", &out->id, "op", &out->op, "args", &out->args) ||
+	    (out->args && !json_is_object(out->args)))
+		return refuse(out, "bad request: %s",
+			      out->args ? "args must be an object" : err.text);
+	return PEERMSG_REQUEST;
 }
 
-static void on_reply(struct peer *p, json_t *m)
+static enum peermsg_kind decode_reply(json_t *m, struct peermsg *out)
 {
-	struct peer_pending **pp, *q;
-	const char *type, *code = NULL, *msg = NULL;
-	json_t *result = NULL, *error = NULL;
+	json_t *error = NULL;
+	const char *type;
 	json_error_t err;
-	json_int_t id;
-	int v, ok;
+	int v;
 
 	if (json_unpack_ex(m, &err, JSON_STRICT, "{s:i, s:s, s:I, s:b, s?o, s?o}", "v", &v, "type",
-			   &type, "id", &id, "ok", &ok, "result", &result, "error", &error) ||
-	    (ok && (!json_is_object(result) || error)) ||
-	    (!ok && (result || json_unpack_ex(error, &err, JSON_STRICT, "{s:s, s:s}", "code",
-					      &code, "message", &msg)))) {
-		peer_conn_refuse(p, "bad reply");
-		return;
-	}
-	for (pp = &p->pending; (q = *pp); pp = &q->next)
-		if (q->id == id)
-			break;
-	if (!q) {
-		peer_conn_refuse(p, "reply to unknown request %lld", (long long)id);
-		return;
-	}
-	*pp = q->next;
-	p->n_pending--;
-	q->cb(p->pc, p, ok ? result : NULL, code, msg, q->arg);
-	free(q);
-	if (p->magic == PEER_MAGIC && p->state == PEER_UP)
-		peer_arm_timer(p);
+			   &type, "id", &out->id, "ok", &out->ok, "result", &out->result, "error",
+			   &error) ||
+	    (out->ok && (!json_is_object(out->result) || error)) ||
+	    (!out->ok && (out->result || json_unpack_ex(error, &err, JSON_STRICT, "{s:s, s:s}",
+							"code", &out->code, "message", &out->msg))))
+		return refuse(out, "bad reply");
+	if (!out->ok)
+		out->result = NULL;
+	return PEERMSG_REPLY;
 }
 
 /* One line from the peer.  With MACs on, verify and strip the MAC first. */
-void peermsg_line(struct peer *p, char *line, size_t len)
+enum peermsg_kind peermsg_decode(struct peer *p, char *line, size_t len, struct peermsg *out)
 {
+	enum peermsg_kind k;
 	json_error_t err;
 	const char *type;
 	json_t *m, *jt;
 	int v;
+
+	memset(out, 0, sizeof(*out));
 
 	if (p->mac) {
 		uint64_t got;
 
 		if (len < 18 || line[len - 17] != ' ' || peerauth_hex_u64(line + len - 16, &got) ||
 		    got != peerauth_line_mac(&p->k_rx, p->seq_rx, line, len - 17)) {
-			peer_conn_fail(p, "message %llu: bad MAC", (unsigned long long)p->seq_rx);
-			return;
+			snprintf(out->why, sizeof(out->why), "message %llu: bad MAC",
+				 (unsigned long long)p->seq_rx);
+			return PEERMSG_FAIL;
 		}
 		p->seq_rx++;
 		len -= 17;
@@ -275,8 +187,7 @@ void peermsg_line(struct peer *p, char *line, size_t len)
 	m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
 	if (!m || !json_is_object(m)) {
 		json_decref(m);
-		peer_conn_refuse(p, "invalid JSON");
-		return;
+		return refuse(out, "invalid JSON");
 	}
 	jt = json_object_get(m, "v");
 	/* compared as json_int_t: (int) would turn 4294967297 into 1 */
@@ -285,11 +196,12 @@ void peermsg_line(struct peer *p, char *line, size_t len)
 		? INT_MIN
 		: (int)json_integer_value(jt);
 	type = json_string_value(json_object_get(m, "type"));
+	out->json = m;
 	if (v != PEER_PROTO_VERSION) {
-		peer_conn_refuse(p, "peer protocol version %d not supported (we speak %d)", v,
-			    PEER_PROTO_VERSION);
+		k = refuse(out, "peer protocol version %d not supported (we speak %d)", v,
+			   PEER_PROTO_VERSION);
 	} else if (!type) {
-		peer_conn_refuse(p, "message without a type");
+		k = refuse(out, "message without a type");
 	} else if (!strcmp(type, "error")) {
 		const char *msg = json_string_value(json_object_get(m, "message"));
 		char safe[120];
@@ -299,24 +211,31 @@ void peermsg_line(struct peer *p, char *line, size_t len)
 		for (i = 0; safe[i]; i++)
 			if ((unsigned char)safe[i] < 0x20 || safe[i] == 0x7f)
 				safe[i] = '?';
-		peer_conn_fail(p, "peer says: %s", safe);
+		snprintf(out->why, sizeof(out->why), "peer says: %s", safe);
+		k = PEERMSG_FAIL;
 	} else if (!p->got_hello) {
 		if (!strcmp(type, "hello"))
-			on_hello(p, m);
+			k = decode_hello(p, m, out);
 		else
-			peer_conn_refuse(p, "expected hello, got \"%.16s\"", type);
+			k = refuse(out, "expected hello, got \"%.16s\"", type);
 	} else if (p->state == PEER_HANDSHAKE) {
 		if (!strcmp(type, "auth"))
-			on_auth(p, m);
+			k = decode_auth(p, m, out);
 		else
-			peer_conn_refuse(p, "expected auth, got \"%.16s\"", type);
+			k = refuse(out, "expected auth, got \"%.16s\"", type);
 	} else if (!strcmp(type, "req")) {
-		on_request(p, m);
+		k = decode_request(m, out);
 	} else if (!strcmp(type, "rep")) {
-		on_reply(p, m);
+		k = decode_reply(m, out);
 	} else {
-		peer_conn_refuse(p, "unknown message type \"%.16s\"", type);
+		k = refuse(out, "unknown message type \"%.16s\"", type);
 	}
-	json_decref(m);
+	return k;
 }
 
+void peermsg_done(struct peermsg *m)
+{
+	json_decref(m->reply);
+	json_decref(m->json);
+	m->reply = m->json = NULL;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal to the peer channel: what its connection layer (peer.c) and its
- * message layer (peermsg.c) call of each other.  Users of the channel need
- * only peer.h. */
+/* The peer channel's message layer (peermsg.c): building our messages and
+ * checking each received line, which it returns decoded for the connection
+ * layer (peer.c) to act on.  It calls nothing of peer.c or peerconn.c. */
 #ifndef JUSTITIAD_PEERMSG_H
 #define JUSTITIAD_PEERMSG_H
 
@@ -9,24 +9,42 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "peer.h"
+#include "peertypes.h"
 
-#define PEER_MAGIC 0x50454552u /* "PEER": a live struct peer */
+/* What a received line asks of the connection. */
+enum peermsg_kind {
+	PEERMSG_FAIL,                 /* fail the connection (why) */
+	PEERMSG_REFUSE,               /* tell the peer why, then fail */
+	PEERMSG_HELLO,                /* its hello checked: send reply (our auth), or
+				       * without a secret (reply NULL) the session is up */
+	PEERMSG_AUTH,                 /* its proof checked, the session keys set: up */
+	PEERMSG_REQUEST,              /* id, op, args (NULL: none) */
+	PEERMSG_REPLY,                /* id, ok: result; else code, msg */
+};
 
-/* peer.c: fail the connection (an outgoing one is retried after a backoff,
- * an incoming one is freed later); tell the peer why first (refuse). */
-void peer_conn_fail(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void peer_conn_refuse(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Queue one message (consumed), with its MAC when the session has keys.
- * 0, or -errno after failing the connection. */
-int peer_send(struct peer *p, json_t *msg);
+/* A received line, decoded; json holds what the pointers point into. */
+struct peermsg {
+	json_t *json;
+	char why[160];
+	json_t *reply;                /* PEERMSG_HELLO: our auth message, or NULL */
+	json_int_t id;
+	const char *op;
+	json_t *args;
+	int ok;
+	json_t *result;
+	const char *code, *msg;
+};
+
 /* {"v":1,"type":@type} */
-json_t *peer_msg(const char *type);
-void peer_notify(struct peer *p, bool up);
-void peer_arm_timer(struct peer *p);
-
-/* peermsg.c: our hello; one received line (NUL-terminated, may be changed). */
-void peermsg_hello(struct peer *p);
-void peermsg_line(struct peer *p, char *line, size_t len);
+json_t *peermsg_new(const char *type);
+/* Our hello on @p. */
+json_t *peermsg_hello(const struct peer *p);
+/* {"type":"rep","id":@id,"ok":@ok} */
+json_t *peermsg_rep(json_int_t id, bool ok);
+/* Check one received line (NUL-terminated, may be changed): its MAC (with
+ * MACs on), JSON, version, the message the state of @p expects, strictly.
+ * Updates @p's handshake and MAC state; release @m with peermsg_done(). */
+enum peermsg_kind peermsg_decode(struct peer *p, char *line, size_t len, struct peermsg *m);
+void peermsg_done(struct peermsg *m);
 
 #endif

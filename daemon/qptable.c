@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The table of kernel-seen user QPs and their matching with registered
- * flows (qptable.h). */
+ * flows (qptable.h).
+ * May call: libc only (flows are passed in). */
 #include "qptable.h"
 
 #include <errno.h>

@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0-only
-/*
- * qpwatch: report every user QP the kernel's RDMA core creates or destroys,
+/* qpwatch: report every user QP the kernel's RDMA core creates or destroys,
  * whichever process and provider (mlx5, rxe, ...), into a ring buffer.
- *
+ * Runs in the kernel; the daemon's qpwatch.c loads it.
+ * May call: BPF helpers only (qpwatch_event.h is the ring's record). */
+#include "qpwatch.vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "qpwatch_event.h"
+
+/*
  * Hook points (docs/qpwatch.md): the two exported ib_core functions every
  * user QP passes, whichever uverbs entry (write() or ioctl()) it came from:
  *   ib_create_qp_user()   returns the new struct ib_qp (or an ERR_PTR)
@@ -16,13 +25,6 @@
  * `bpftool gen skeleton` (Makefile).  Types come from qpwatch.vmlinux.h and
  * are relocated at load time (CO-RE).
  */
-#include "qpwatch.vmlinux.h"
-
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-
-#include "qpwatch_event.h"
 
 #define MAX_ERRNO 4095
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The QP watcher (qpwatch.h): loads qpwatch.bpf.c, reads its ring buffer in
- * the event loop, and keeps the table of kernel-seen QPs. */
+ * the event loop, and keeps the table of kernel-seen QPs.
+ * May call: qptable, rdmanl, flows (the registered QPs), clock, log. */
 #include "qpwatch.h"
 
 #include <bpf/bpf.h>

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* Sliding-window order statistics (see quantile.h).
- *
- * The recursion in ins()/del() is bounded by the AVL height, at most
- * 1.44 log2(QUANTILE_MAX_CAP) + 2 < 40 frames. */
+/* Sliding-window order statistics (see quantile.h): p50/p99/p99.9 of the
+ * last N reference samples, an AVL tree over a ring.
+ * May call: nothing of the daemon. */
 #include "quantile.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The recursion in ins()/del() is bounded by the AVL height, at most
+ * 1.44 log2(QUANTILE_MAX_CAP) + 2 < 40 frames. */
 
 #define NIL QUANTILE_NIL
 

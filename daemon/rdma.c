@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The daemon's own verbs resources (see rdma.h). */
+/* The daemon's own verbs resources (see rdma.h): a device and port, RC
+ * endpoints for the reference flow, their wire descriptions.
+ * May call: libibverbs only. */
 #include "rdma.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* RDMA netlink: the devices and their QPs (rdmanl.h).  Everything the
- * socket returns is length-checked before it is read. */
+ * socket returns is length-checked before it is read.
+ * May call: libc only. */
 #include "rdmanl.h"
 
 #include <errno.h>

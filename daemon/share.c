@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Work-conserving shares in pace mode SHARE (see share.h). */
+/* Work-conserving shares in pace mode SHARE (see share.h): the capacity C
+ * adapted every window and each flow's max-min fair fraction of it.
+ * May call: nothing of the daemon (pure arithmetic). */
 #include "share.h"
 
 static double weight(const struct share_flow *f)

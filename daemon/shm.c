@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Shared-memory segments: memfds, so nothing is left in /dev/shm when the
- * daemon dies, and the segments vanish with their last user. */
+ * daemon dies, and the segments vanish with their last user.
+ * May call: clock only. */
 #include "shm.h"
 #include "clock.h"
 

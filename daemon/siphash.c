@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* SipHash-2-4, written from the specification (Aumasson, Bernstein:
  * "SipHash: a fast short-input PRF", 2012): 2 compression rounds per 8-byte
- * word, 4 finalisation rounds, little-endian words. */
+ * word, 4 finalisation rounds, little-endian words.
+ * May call: nothing. */
 #include "siphash.h"
 
 #include <string.h>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+/* Split-QP lookups for the shims (see splitq.h): from this daemon's
+ * registry, or from the peer daemon that owns the peer's GID.
+ * May call: peer (requests, handlers), flows, log. */
 #include "splitq.h"
 
 #include <arpa/inet.h>
@@ -14,7 +17,6 @@
 #include "peer.h"
 
 struct pending_lookup {
-	struct daemon *d;
 	splitq_cb cb;
 	void *arg;
 };
@@ -80,9 +82,9 @@ static void got_reply(struct peer_ctx *pc, struct peer *p, json_t *result, const
 
 	if (result && json_is_integer(v) && json_integer_value(v) >= 0 &&
 	    json_integer_value(v) <= 0xffffff)
-		pl->cb(pl->d, pl->arg, json_integer_value(v), NULL);
+		pl->cb(pl->arg, json_integer_value(v), NULL);
 	else
-		pl->cb(pl->d, pl->arg, -1, result ? "the peer has no split QP for it"
+		pl->cb(pl->arg, -1, result ? "the peer has no split QP for it"
 						  : msg ? msg : code ? code : "no reply");
 	free(pl);
 }
@@ -158,30 +160,29 @@ void splitq_lookup(struct daemon *d, const char *gid, uint32_t qpn, splitq_cb cb
 	struct peer *p;
 
 	if (split >= 0) {
-		cb(d, arg, split, NULL);
+		cb(arg, split, NULL);
 		return;
 	}
 	if (!d->peer || gid_addr(gid, &ss)) {
-		cb(d, arg, -1, "no Justitia peer known for this GID");
+		cb(arg, -1, "no Justitia peer known for this GID");
 		return;
 	}
 	p = peer_for_gid(d, gid);
 	if (!p) {
-		cb(d, arg, -1, "the peer's host is not a configured Justitia peer");
+		cb(arg, -1, "the peer's host is not a configured Justitia peer");
 		return;
 	}
 	pl = malloc(sizeof(*pl));
 	if (!pl) {
-		cb(d, arg, -1, "out of memory");
+		cb(arg, -1, "out of memory");
 		return;
 	}
-	pl->d = d;
 	pl->cb = cb;
 	pl->arg = arg;
 	if (peer_request(p, "split_lookup", json_pack("{s:s, s:I}", "gid", gid, "qpn",
 						      (json_int_t)qpn),
 			 got_reply, pl, PROTO_PEER_LOOKUP_MS)) {
 		free(pl);
-		cb(d, arg, -1, "the peer daemon is not reachable");
+		cb(arg, -1, "the peer daemon is not reachable");
 	}
 }

@@ -21,7 +21,7 @@
 struct daemon;
 
 /* @split_qpn: the peer's split QP, or -1 with @why. */
-typedef void (*splitq_cb)(struct daemon *d, void *arg, int64_t split_qpn, const char *why);
+typedef void (*splitq_cb)(void *arg, int64_t split_qpn, const char *why);
 
 /* The arguments of a peer daemon's "split_lookup" ({"gid", "qpn"}, strict):
  * 0, or -EINVAL with why in @err.  *gid points into @args.  (Here, alone,

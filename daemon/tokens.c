@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* The multi-resource token distributor (see tokens.h).
- *
- * Flow i's share of the token stream is s_i = w_i / W over the active
+/* The multi-resource token distributor (see tokens.h): each active flow's
+ * share of the token stream, as bit/s or ops/s.
+ * May call: config (its types), common/bucket; nothing else of the daemon. */
+#include "tokens.h"
+
+#include "bucket.h"
+#include "config.h"
+#include "shm_abi.h"
+
+/* Flow i's share of the token stream is s_i = w_i / W over the active
  * resource-hungry flows (with one_per_app: app a gets W_a / W, where W_a is
  * the largest weight among its active flows, split among them by weight).
  * Tokens come at SafeUtil / (8 TokenBytes) per second, so
@@ -11,11 +18,6 @@
  * least 1 (0 would mean unpaced).  Flags as daemon/flows.c publishes them:
  * JST_F_PACE | JST_F_SPLIT for bandwidth flows, JST_F_PACE for throughput
  * flows; a rate of 0 (SafeUtil unknown) leaves them unpaced all the same. */
-#include "tokens.h"
-
-#include "bucket.h"
-#include "config.h"
-#include "shm_abi.h"
 
 uint64_t tokens_tau_ns(uint64_t token_bytes, uint64_t safe_util_bps)
 {

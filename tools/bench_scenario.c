@@ -2,11 +2,11 @@
 /*
  * justbench scenario files: strict JSON through jansson (json_unpack_ex with JSON_STRICT), every
  * value set through bench_flow_set() so that the command line and the files agree, and every
- * error placed as FILE:LINE:COL by daemon/jsonpos.c.
- * May call: bench_flow, daemon/jsonpos (error positions), jansson and libc.
+ * error placed as FILE:LINE:COL by common/jsonpos.c.
+ * May call: bench_flow, common/jsonpos (error positions), jansson and libc.
  */
 #include "bench_scenario.h"
-#include "daemon/jsonpos.h"
+#include "jsonpos.h"
 
 #include <errno.h>
 #include <fcntl.h>

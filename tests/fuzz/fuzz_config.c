@@ -14,7 +14,9 @@
 #include <stdlib.h>
 
 #include "../../daemon/config.c"
-#include "../../daemon/jsonpos.c"
+#include "../../daemon/configdump.c"
+#include "../../daemon/configparse.c"
+#include "../../common/jsonpos.c"
 
 #include "fuzz.h"
 

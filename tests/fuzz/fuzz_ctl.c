@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* libFuzzer target for the control socket's commands (daemon/ctl.c): what
+/* libFuzzer target for the control socket (daemon/ctl*.c): what
  * any local process may send justitiad, end to end over a real UNIX socket
  * (the daemon's loop and the fuzzer's client run in one thread, as in
  * tests/unit/test_ctl.c), every command's arguments included.  Checks that
@@ -13,6 +13,11 @@
  * runs (commands that need it say so), no peer daemon: split_peer answers
  * that it has none. */
 #include "../../daemon/ctl.c"
+#include "../../daemon/ctlcmd.c"
+#include "../../daemon/ctlconn.c"
+#include "../../daemon/ctlview.c"
+#include "../../daemon/justitiad.h"
+#include "../../daemon/wiring.h"
 
 #include <jansson.h>
 
@@ -26,6 +31,15 @@ uint64_t daemon_now_ns(void)
 
 static struct daemon d;
 static struct ctl c;
+
+/* ctl_open with the daemon's view of @d, as main.c does */
+static int open_ctl(void)
+{
+	struct ctl_env env = wiring_ctl_env(&d);
+
+	return ctl_open(&c, &env);
+}
+
 static char dir[64];
 
 /* (libFuzzer ends with exit()) */
@@ -55,7 +69,7 @@ static void setup(void)
 	d.start_ns = daemon_now_ns();
 	d.config_path = "fuzz";
 	d.ctl = &c;
-	if (flows_init(&d.flows, &d.cfg, 7) || ctl_open(&c, &d))
+	if (flows_init(&d.flows, &d.cfg, 7) || open_ctl())
 		__builtin_trap();
 	atexit(cleanup);
 }

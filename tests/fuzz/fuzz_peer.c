@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* libFuzzer target for the daemon channel's message layer
- * (daemon/peermsg.c): arbitrary lines from a peer, in the handshake or in
+ * (daemon/peermsg.c, acted on by peer.c): arbitrary lines from a peer, in the handshake or in
  * an established session (with and without MACs), as either side.  Checks
  * that nothing crashes and that everything the daemon answers is one
  * well-formed line: a JSON object, followed by a MAC when the session has
@@ -14,7 +14,9 @@
 #include "../../common/log.c"
 #include "../../common/proto.c"
 #include "../../daemon/peer.c"
+#include "../../daemon/peeraddr.c"
 #include "../../daemon/peerauth.c"
+#include "../../daemon/peerconn.c"
 #include "../../daemon/peermsg.c"
 #include "../../daemon/siphash.c"
 
@@ -119,11 +121,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			nl = copy + size - 1;
 		*nl = 0;
 		if ((size_t)(nl - line) <= PEER_MAX_LINE)
-			peermsg_line(&p, line, (size_t)(nl - line));
+			handle_line(&p, line, (size_t)(nl - line));
 	}
 	check_output(sv[1], pc.have_secret && (data[0] & 2));
 	if (p.state != PEER_DOWN)
-		conn_close(&p, "done");
+		peerconn_close(&p, "done");
 	ev_timer_stop(loop, &p.tw);
 	free(copy);
 	close(sv[1]);

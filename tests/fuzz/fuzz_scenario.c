@@ -15,7 +15,7 @@
 
 #include "../../tools/bench_flow.c"
 #include "../../tools/bench_scenario.c"
-#include "../../daemon/jsonpos.c"
+#include "../../common/jsonpos.c"
 
 #include "fuzz.h"
 

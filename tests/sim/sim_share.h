@@ -6,7 +6,7 @@
  * the daemon's daemon/share.c from what the flows really moved, each flow
  * granted its max-min fair fraction - and OFF otherwise (nothing paced or
  * split).  This is the model's counterpart of the glue in
- * daemon/controller.c (set_pace_mode, measure_window, share_rates); the
+ * daemon/ctrlshare.c (set_pace_mode, measure_window, share_rates); the
  * algorithm is share.c's own. */
 #ifndef JUSTITIA_SIM_SHARE_H
 #define JUSTITIA_SIM_SHARE_H

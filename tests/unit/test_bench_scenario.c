@@ -11,7 +11,7 @@
 
 #include "../../tools/bench_flow.c"
 #include "../../tools/bench_scenario.c"
-#include "../../daemon/jsonpos.c"
+#include "../../common/jsonpos.c"
 
 #define DATA_DIR "tests/unit/data/bench"
 #define DOC	 "docs/justbench-scenario.md"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/controller.c, the glue between the flow registry, the
+/* Unit tests of daemon/controller.c (and ctrl*.c), the glue between the flow registry, the
  * AIMD step, the token distribution and the shared memory: linked with the
  * daemon's objects (not main.o), without a peer channel or an RDMA device.
  * Activity from the shims' counters, L/B/T, the floor, SafeUtil halving on

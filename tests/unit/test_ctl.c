@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/ctl.c, the control socket, end to end over a real
+/* Unit tests of daemon/ctl*.c, the control socket, end to end over a real
  * UNIX socket in a temporary directory: the daemon's loop and the test's
  * non-blocking clients run in one thread.  A client closing in the middle
  * of dispatch, flows replies in pages whatever max_flows is, integers that
@@ -13,6 +13,9 @@
 #include <time.h>
 
 #include "../../daemon/ctl.c"
+#include "../../daemon/ctlview.h"
+#include "../../daemon/justitiad.h"
+#include "../../daemon/wiring.h"
 
 uint64_t daemon_now_ns(void)
 {
@@ -24,6 +27,14 @@ uint64_t daemon_now_ns(void)
 
 static struct daemon d;
 static struct ctl c;
+
+/* ctl_open with the daemon's view of @d, as main.c does */
+static int open_ctl(void)
+{
+	struct ctl_env env = wiring_ctl_env(&d);
+
+	return ctl_open(&c, &env);
+}
 static char dir[64];
 
 static void pump(int ms)
@@ -56,7 +67,7 @@ static int start(uint32_t max_flows)
 	d.config_path = "test";
 	d.ctl = &c;
 	assert_int_equal(flows_init(&d.flows, &d.cfg, 7), 0);
-	assert_int_equal(ctl_open(&c, &d), 0);
+	assert_int_equal(open_ctl(), 0);
 	return 0;
 }
 
@@ -312,14 +323,14 @@ static void socket_directory(void **state)
 	fclose(fopen(other, "w"));
 	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "%s", shared);
 	snprintf(d.cfg.socket, sizeof(d.cfg.socket), "%s/s.sock", shared);
-	assert_int_equal(ctl_open(&c, &d), 0);
+	assert_int_equal(open_ctl(), 0);
 	assert_int_equal(mode_of(shared), 0755); /* was 0700 before the fix */
 	assert_int_equal(mode_of(d.cfg.socket) & 0777, 0660);
 	ctl_close(&c);
 
 	/* only our (stale) socket in it: ours, tightened */
 	assert_int_equal(unlink(other), 0);
-	assert_int_equal(ctl_open(&c, &d), 0);
+	assert_int_equal(open_ctl(), 0);
 	assert_int_equal(mode_of(shared), 0700);
 	ctl_close(&c);
 
@@ -328,7 +339,7 @@ static void socket_directory(void **state)
 	assert_int_equal(chmod(world, 01777), 0);
 	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "%s", world);
 	snprintf(d.cfg.socket, sizeof(d.cfg.socket), "%s/s.sock", world);
-	assert_int_equal(ctl_open(&c, &d), -EPERM);
+	assert_int_equal(open_ctl(), -EPERM);
 	assert_int_equal(mode_of(world), 01777);
 	/* teardown closes a ctl that is not open */
 	c.lfd = -1;
@@ -390,7 +401,7 @@ static void idle_and_stalled(void **state)
 	(void)state;
 	ctl_close(&c);
 	d.cfg.limits.idle_timeout_ms = 200;
-	assert_int_equal(ctl_open(&c, &d), 0);
+	assert_int_equal(open_ctl(), 0);
 	quiet = cli();
 	half = cli();
 	say(half, "{\"v\":1,\"cmd\":\"sta");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/ctl.c, the daemon side of the control socket,
+/* Unit tests of daemon/ctl*.c, the daemon side of the control socket,
  * linked with the daemon's objects (not main.o) and driven through a real
  * socket in a temporary runtime directory, with the event loop turned by
  * hand: requests are answered in order however the bytes arrive, every
@@ -24,6 +24,7 @@
 #include "../../daemon/controller.h"
 #include "../../daemon/ctl.h"
 #include "../../daemon/justitiad.h"
+#include "../../daemon/wiring.h"
 #include "clock.h"
 #include "log.h"
 #include "proto.h"
@@ -35,6 +36,14 @@ uint64_t daemon_now_ns(void)
 
 static struct daemon d;
 static struct ctl c;
+
+/* ctl_open with the daemon's view of @d, as main.c does */
+static int open_ctl(void)
+{
+	struct ctl_env env = wiring_ctl_env(&d);
+
+	return ctl_open(&c, &env);
+}
 static char dir[] = "/tmp/test_ctl.XXXXXX";
 
 static int setup(void **state)
@@ -55,7 +64,7 @@ static int setup(void **state)
 	d.start_ns = daemon_now_ns();
 	d.instance = 0x2468;
 	assert_int_equal(flows_init(&d.flows, &d.cfg, 7), 0);
-	assert_int_equal(ctl_open(&c, &d), 0);
+	assert_int_equal(open_ctl(), 0);
 	return 0;
 }
 

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Source positions of JSON values: a minimal scanner that walks the raw text along a path. */
+/* Source positions of JSON values: a minimal scanner that walks the raw text
+ * along a path, for FILE:LINE:COL in the errors of the daemon's configuration
+ * (daemon/configparse.c) and of justbench's scenarios (tools/bench_scenario.c).
+ * May call: libc and jansson's types only; nothing of daemon/, tools/ or shim/. */
 #include "jsonpos.h"
 
 #include <errno.h>

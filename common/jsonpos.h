@@ -11,8 +11,8 @@
  * Lines and columns are 1-based; columns count bytes.  The scanner never allocates, reads only
  * text[0..len), and is meant for text jansson accepted; on anything else it fails cleanly.
  */
-#ifndef JUSTITIA_DAEMON_JSONPOS_H
-#define JUSTITIA_DAEMON_JSONPOS_H
+#ifndef JUSTITIA_COMMON_JSONPOS_H
+#define JUSTITIA_COMMON_JSONPOS_H
 
 #include <stdbool.h>
 #include <jansson.h>

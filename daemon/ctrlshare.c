@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/* The isolation controller's pace modes: PROTECT while latency flows are
+ * registered, SHARE while two or more flows compete (the capacity C adapted
+ * every window, share.h, and each flow's max-min fair fraction of it), OFF
+ * otherwise; and each flow's achieved rates over the share window.
+ * May call: share, flows, log; not controller.c, ctrlport.c or ctrlstatus.c. */
+#include "ctrlshare.h"
+
+#include <stdio.h>
+
+#include "justitiad.h"
+#include "log.h"
+
+static bool hungry_cls(int cls)
+{
+	return cls == FLOW_CLASS_BANDWIDTH || cls == FLOW_CLASS_THROUGHPUT;
+}
+
+/* Competing for the link: active, or moved something over the last share
+ * window (a paced flow of large messages may post less often than the
+ * activity window). */
+static bool competing(const struct flow *f)
+{
+	return hungry_cls(f->cls) && (f->active || f->meas_bps || f->meas_ops);
+}
+
+/* Throughput flows spend ops: a bit/s of the token stream buys this many
+ * ops/s (TokenOps per 8 TokenBytes bits). */
+static double ops_per_bit(const struct ctrl *c)
+{
+	uint64_t tb = c->d->cfg.tokens.bytes;
+
+	return tb ? (double)c->token_ops / (8.0 * (double)tb) : 0;
+}
+
+/* What the flow moved over the window, as bit/s of the token stream. */
+static double used_bps(const struct ctrl *c, const struct flow *f)
+{
+	double opb = ops_per_bit(c);
+
+	if (f->cls == FLOW_CLASS_THROUGHPUT)
+		return opb > 0 ? (double)f->meas_ops / opb : 0;
+	return (double)f->meas_bps;
+}
+
+static double granted_bps(const struct ctrl *c, const struct flow *f)
+{
+	double opb = ops_per_bit(c);
+
+	if (f->cls == FLOW_CLASS_THROUGHPUT)
+		return opb > 0 ? (double)f->ops_per_s / opb : 0;
+	return (double)f->rate_bps;
+}
+
+/* Every SHARE_WINDOW_NS: each flow's achieved rates over the window.  A
+ * split message counts its bytes when its last chunk goes, which at a low
+ * grant may take longer than a window: its chunks (at the chunk size)
+ * count too, whichever says more.  Returns true when a window ended. */
+bool ctrlshare_measure_window(struct ctrl *c, size_t n, uint64_t now)
+{
+	uint64_t dt = now - c->win_t0_ns;
+
+	if (c->win_t0_ns && dt < SHARE_WINDOW_NS)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		struct flow *f = c->fp[i];
+
+		if (c->win_t0_ns && f->win_bytes0 <= f->last.bytes && f->win_ops0 <= f->last.ops &&
+		    f->win_chunks0 <= f->last.chunks && f->win_wait0 <= f->last.token_wait_ns) {
+			uint64_t b = f->last.bytes - f->win_bytes0;
+			uint64_t cb = (f->last.chunks - f->win_chunks0) * (uint64_t)c->chunk_bytes;
+			double bound = (double)(f->last.token_wait_ns - f->win_wait0) / (double)dt;
+
+			f->meas_bps = (uint64_t)((double)(cb > b ? cb : b) * 8e9 / (double)dt);
+			f->meas_ops = (uint64_t)((double)(f->last.ops - f->win_ops0) * 1e9 /
+						 (double)dt);
+			/* (the shim's word, untrusted: a fraction of the window) */
+			f->meas_bound = bound < 1 ? bound : 1;
+		} else {
+			f->meas_bps = f->meas_ops = 0;
+			f->meas_bound = 0;
+		}
+		f->win_bytes0 = f->last.bytes;
+		f->win_ops0 = f->last.ops;
+		f->win_chunks0 = f->last.chunks;
+		f->win_wait0 = f->last.token_wait_ns;
+	}
+	c->win_t0_ns = now;
+	return true;
+}
+
+/* SHARE: the tokens' rate is C, adapted every window (share.h), and each
+ * active flow's grant its max-min fair fraction of C; a flow not active
+ * gets what it would get if it became active now. */
+static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entered)
+{
+	struct share_flow *sf = c->sf;
+	double opb = ops_per_bit(c), w_act = 0, cap;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct flow *f = c->fp[i];
+		double cb = c->share.c_bps ? (double)c->share.c_bps : 1;
+
+		if (!competing(f))
+			continue;
+		sf[k] = (struct share_flow){
+			.weight = f->weight,
+			.granted = entered ? 0 : granted_bps(c, f) / cb,
+			.used = used_bps(c, f) / cb,
+			.bound = f->meas_bound,
+			.satisfied = f->share_sat,
+			.fill = f->share_fill,
+		};
+		k++;
+	}
+	if (entered) {
+		double sum = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (hungry_cls(c->fp[i]->cls))
+				sum += used_bps(c, c->fp[i]);
+		/* the more of what the flows moved together and MaxRate (flows
+		 * that just started moved next to nothing: C would start at a
+		 * crawl and climb a window at a time), else no cap to speak
+		 * of: the first windows find it */
+		uint64_t c0 = c->max_rate_bps ? c->max_rate_bps : SHARE_START_BPS;
+
+		share_start(&c->share, sum > (double)c0 ? (uint64_t)sum : c0, sf, k);
+	} else if (window_ended) {
+		uint64_t c_old = c->share.c_bps;
+
+		char line[256];
+		int at = 0;
+
+		share_update(&c->share, sf, k);
+		/* per flow: used/granted, bound, satisfied, new fraction */
+		for (size_t j = 0; j < k && at >= 0 && (size_t)at < sizeof(line); j++)
+			at += snprintf(line + at, sizeof(line) - (size_t)at, " %.2f/%.2f b%.2f%s>%.2f",
+				       sf[j].used, sf[j].granted, sf[j].bound,
+				       sf[j].satisfied ? "s" : "", sf[j].frac);
+		log_debug(LOG_SS_CTRL, "share window: C %llu -> %llu bit/s;%s",
+			  (unsigned long long)c_old, (unsigned long long)c->share.c_bps, line);
+	} else {
+		/* between windows: keep each active flow's fraction */
+		for (size_t j = 0; j < k; j++)
+			sf[j].frac = sf[j].granted;
+	}
+	for (size_t j = 0; j < k; j++)
+		w_act += sf[j].weight ? sf[j].weight : 1;
+	cap = (double)c->share.c_bps;
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct flow *f = c->fp[i];
+		struct tokens_flow *t = &c->tf[i];
+		double frac, w = f->weight ? f->weight : 1;
+
+		if (!hungry_cls(f->cls))
+			continue;
+		if (competing(f)) {
+			f->share_sat = sf[k].satisfied;
+			f->share_fill = sf[k].fill;
+		}
+		frac = competing(f) ? sf[k++].frac : 0;
+		if (frac <= 0) /* not active, or new since the window: room to start */
+			frac = w / (w_act + w);
+		t->wait_ns = 0;
+		t->rate_bps = 0;
+		t->ops_per_s = 0;
+		if (f->cls == FLOW_CLASS_THROUGHPUT)
+			t->ops_per_s = (uint64_t)(frac * cap * opb) + 1;
+		else
+			t->rate_bps = (uint64_t)(frac * cap) + 1;
+	}
+}
+
+/* PROTECT while latency flows are registered; else SHARE while two or more
+ * flows compete on the port, OFF otherwise.  A change republishes every
+ * slot's flags and chunk (flows.c), then the global header's mode_gen. */
+void ctrlshare_set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, uint64_t now,
+			     bool window_ended)
+{
+	struct daemon *d = c->d;
+	size_t n_comp = 0;
+	int mode;
+	bool entered;
+
+	for (size_t i = 0; i < n; i++)
+		if (competing(c->fp[i]))
+			n_comp++;
+	if (n_comp >= 2)
+		c->competed_ns = now;
+	mode = n_lat_all ? JST_PACE_PROTECT : n_comp >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
+	/* share -> off only after SHARE_LINGER_NS without competition: a
+	 * flow pausing between two messages does not flip the mode */
+	if (mode == JST_PACE_OFF && c->pace_mode == JST_PACE_SHARE &&
+	    now - c->competed_ns < SHARE_LINGER_NS)
+		mode = JST_PACE_SHARE;
+	/* controller.pace_mode: the lowest mode the operator allows */
+	if (d->cfg.controller.pace_mode == CONFIG_PACE_SHARE && mode == JST_PACE_OFF)
+		mode = JST_PACE_SHARE;
+	else if (d->cfg.controller.pace_mode == CONFIG_PACE_PROTECT)
+		mode = JST_PACE_PROTECT;
+	entered = mode != c->pace_mode;
+	if (entered) {
+		log_info("pace mode %s (%u latency flows, %zu competing flows)",
+			 ctrl_pace_mode_name(mode), n_lat_all, n_comp);
+		c->pace_mode = mode;
+		d->flows.pace_mode = mode;
+		flows_publish_all(&d->flows);
+		c->mode_gen++;
+	}
+	if (mode == JST_PACE_OFF) {
+		for (size_t i = 0; i < n; i++)
+			c->tf[i].rate_bps = c->tf[i].ops_per_s = c->tf[i].wait_ns = 0;
+	} else if (mode == JST_PACE_SHARE) {
+		share_rates(c, n, window_ended, entered);
+	}
+}
+
+const char *ctrl_pace_mode_name(int mode)
+{
+	switch (mode) {
+	case JST_PACE_OFF: return "off";
+	case JST_PACE_SHARE: return "share";
+	case JST_PACE_PROTECT: return "protect";
+	default: return "?";
+	}
+}
