@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The public API of justitia.h, exported by libjustitia.so (JUSTITIA_1.0). */
+/* The public API of justitia.h, exported by libjustitia.so (JUSTITIA_1.0).
+ * Interposition layer (the public API of include/justitia.h); may call:
+ * the daemon link (client.h, slot.h), the per-QP record. */
 #include "justitia.h"
 
 #include <errno.h>

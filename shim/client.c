@@ -6,7 +6,11 @@
  * when it closes, however the process ends).  Calls are serialised by one
  * mutex of our own and bounded by timeouts.  After a failure the shim waits
  * (1 s, doubling up to 30 s) before it tries again, and on reconnecting it
- * registers every live QP anew. */
+ * registers every live QP anew.
+ * Daemon link layer, a side module: it publishes what it learns through
+ * the QPs' slots and calls up only through shim_client_hooks (wiring.c);
+ * may call: segment.c, the per-QP state (registry, classify), common
+ * (proto), log. */
 #include "client.h"
 #include "classify.h"
 

@@ -8,7 +8,9 @@
  *   - split messages with their full byte_len (splitmsg.h), receives
  *     tracked, completions counted (ops.c, shim_ops_wc).
  * The poll of one CQ is serialised by the application (ibv_start_poll(3)),
- * so a CQ's current completion is kept in its record without a lock. */
+ * so a CQ's current completion is kept in its record without a lock.
+ * Interposition layer; may call: the pacer (pacectl: progress from the
+ * poll), ops.c (shim_ops_wc), the per-QP state (inject), log. */
 #include "shim.h"
 #include "inject.h"
 #include "log.h"
@@ -60,7 +62,7 @@ static struct cqx *find(const struct ibv_cq_ex *cq)
 
 /* The provider's current completion: the shim's own in place of a marker,
  * else passed through (its length shown whole, counted).  Returns 1 when
- * it is the shim's ordering barrier (pace.c): the caller moves past it. */
+ * it is the shim's ordering barrier (order.h): the caller moves past it. */
 static int provider_current(struct cqx *x, struct ibv_cq_ex *cq)
 {
 	struct ibv_cq *base = ibv_cq_ex_to_cq(cq);

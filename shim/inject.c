@@ -9,7 +9,8 @@
  * cqex.c) replace it by the owed completion where it stands.  A QP that is
  * not in the error state cannot take a marker without side effects (a SEND
  * would reach the peer): its owed completions are ready at once and come
- * after whatever the provider returns in the same poll. */
+ * after whatever the provider returns in the same poll.
+ * Per-QP state layer; may call: the record (registry.h), log. */
 #include "inject.h"
 #include "log.h"
 #include "registry.h"

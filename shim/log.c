@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Shim logging.  The shim lives inside someone else's process: it never
  * prints unless asked (JUSTITIA_LOG), never to stdout, preserves errno and
- * never fails the caller because logging failed. */
+ * never fails the caller because logging failed.
+ * Base layer; may call: nothing of the shim. */
 #include "log.h"
 
 #include <errno.h>

@@ -5,12 +5,14 @@
  * every context it sees and keeps the provider's originals in the context's
  * record.  post_send: a latency QP takes a one-branch fast path straight to
  * the provider; a direct QP's WRs are counted (and sampled for
- * JUSTITIA_CLASS=auto) on their way to it; a paced QP's go to pace.c
- * (backlog, tokens, splitting).  poll_cq returns the completions the shim
+ * JUSTITIA_CLASS=auto) on their way to it; a paced QP's go to the pacer
+ * (pace.c: backlog, tokens, splitting).  poll_cq returns the completions the shim
  * owes first (inject.c), yields once in an empty poll of a CQ whose QP the
  * shim holds back, and gives split messages' completions their full length
  * (splitmsg.c).  post_recv counts receives and tracks those of QPs with a
- * split QP (splitmsg.c). */
+ * split QP (splitmsg.c).
+ * Interposition layer; may call: the pacer (pace, pacectl), the splitter
+ * (splitmsg completions), the daemon link (client.h), the per-QP state, log. */
 #include "shim.h"
 #include "client.h"
 #include "inject.h"
@@ -180,7 +182,7 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	    atomic_load_explicit(&shim_sq_watched, memory_order_relaxed))
 		for (int i = 0; i < got; i++)
 			if (shim_ops_wc(cq->context, &wc[i])) {
-				/* the shim's ordering barrier (pace.c): not the app's */
+				/* the shim's ordering barrier (order.h): not the app's */
 				memmove(&wc[i], &wc[i + 1], (size_t)(got - i - 1) * sizeof(*wc));
 				got--;
 				i--;

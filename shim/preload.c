@@ -19,9 +19,10 @@
  *   JUSTITIA_SOCKET=PATH the daemon's control socket
  *   JUSTITIA_CLASS=lat|tput|bw|auto  class of this process's QPs (client.c)
  *   JUSTITIA_POLL_YIELD=0  never yield the CPU in an empty ibv_poll_cq (pace.h)
- *   JUSTITIA_ORDER=barrier split chunks wait for an ordering barrier (pace.c)
+ *   JUSTITIA_ORDER=barrier split chunks wait for an ordering barrier (order.c)
  *   JUSTITIA_WINDOW=BYTES  what a direct QP may keep in flight (window.h)
- */
+ * Interposition layer, the top: it wires the others at load time; may
+ * call: every module below it. */
 #include "shim.h"
 #include "client.h"
 #include "inject.h"

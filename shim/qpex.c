@@ -25,7 +25,9 @@
  *
  * The shim holds a critical region of its own from ibv_wr_start to
  * ibv_wr_complete/abort (wrbuf_enter), since a buffered batch never enters
- * the provider's. */
+ * the provider's.
+ * Interposition layer; may call: the pacer (pace, pacectl), the daemon
+ * link (client.h), the per-QP state (registry, wrbuf, stats), log. */
 #include "client.h"
 #include "pace.h"
 #include "pacectl.h"

@@ -6,7 +6,9 @@
  * through a FIFO free list, and every QP record carries a generation counter
  * (odd while its key changes) so that a reader that raced with recycling
  * misses instead of returning another QP's record.  Writers (QP creation and
- * destruction, device open and close) serialise on one mutex. */
+ * destruction, device open and close) serialise on one mutex.
+ * Per-QP state layer; may call: the other state modules (stats, wrbuf,
+ * window, sq) for their part of a record, log. */
 #include "registry.h"
 
 #include <errno.h>

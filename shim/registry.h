@@ -57,7 +57,7 @@ struct shim_qp {
 	const struct jst_flow_ctl *_Atomic slot;  /* the daemon's slot, or NULL */
 	char warning[160];
 	void *known;                          /* json_t: state, peer (client.c) */
-	/* data path (pace.c) */
+	/* data path (pace.c, drain.c, pacectl.c) */
 	struct ibv_qp *qp;
 	_Atomic int cls;                      /* enum jst_flow_class */
 	int cls_from_api;                     /* set by justitia_set_qp_class() */
@@ -76,7 +76,7 @@ struct shim_qp {
 	uint64_t tw_start;                    /* the last drain stopped for a token then */
 	_Atomic uint64_t app_poll_ns;         /* the application's poll drained it then */
 	/* ordering of split chunks behind the application QP's own WRs
-	 * (pace.c, "Order"): anything posted on it since the last barrier
+	 * (order.h): anything posted on it since the last barrier
 	 * completed; a barrier in flight; give up waiting for it then */
 	_Atomic int ord_dirty;
 	int ord_barrier;

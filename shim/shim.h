@@ -17,7 +17,7 @@ struct shim_qp *shim_ops_track_qp(struct ibv_qp *qp, const char *created_via,
 
 /* A completion polled from a CQ of @ctx: show a split message's full
  * length, count it.  Returns 1 when it is the shim's own ordering barrier
- * (pace.c), which the application must not see: drop it. */
+ * (order.h), which the application must not see: drop it. */
 int shim_ops_wc(struct ibv_context *ctx, struct ibv_wc *wc);
 /* Wrap the pollers of an extended CQ (cqex.c; idempotent). */
 void shim_cqex_wrap(struct ibv_cq_ex *cq);

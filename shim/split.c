@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Split QPs (see split.h).  The data path that uses them is in pace.c. */
+/* Split QPs (see split.h).  The data path that uses them is in splitjob.c.
+ * Splitter layer; may call: the two-sided protocol (splitmsg.c), the
+ * progress thread only through shim_split_hooks (wiring.c), the per-QP
+ * state, log. */
 #include "split.h"
 
 #include <errno.h>
@@ -24,7 +27,7 @@ int shim_split_create(struct shim_qp *q)
 	struct ibv_qp_init_attr a = {
 		.qp_type = IBV_QPT_RC,
 		/* (data chunks are signaled a few at a time, control
-		 * messages always: pace.c, splitmsg.c) */
+		 * messages always: splitjob.c, splitmsg.c) */
 		.sq_sig_all = 0,
 		.cap = { .max_send_wr = SPLIT_WINDOW_MAX + SPLITMSG_MAX_SEG + SPLITMSG_SLOTS,
 			 .max_recv_wr = SPLITMSG_SLOTS,

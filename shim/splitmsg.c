@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Two-sided split messages (see splitmsg.h).  Everything here runs with the
- * QP's lock held; the data chunks themselves are posted by pace.c. */
+ * QP's lock held; the data chunks themselves are posted by splitjob.c.
+ * Splitter layer; may call: the per-QP state (registry, sge), log. */
 #include "splitmsg.h"
 
 #include <endian.h>
@@ -386,7 +387,7 @@ void splitmsg_tx_unfinal(struct shim_qp *q)
 }
 
 /* Send completions come in posting order and only signaled finals are kept
- * (pace.c): the first final that matches (wr_id, opcode, the chunk's length)
+ * (splitjob.c): the first final that matches (wr_id, opcode, the chunk's length)
  * is this one, normally the head; finals ahead of it completed with an
  * error (flushed), which restores no length. */
 void splitmsg_tx_done(struct shim_qp *q, struct ibv_wc *wc)
@@ -568,4 +569,4 @@ void splitmsg_rx_done(struct shim_qp *q, struct ibv_wc *wc)
 _Static_assert((int)SPLITMSG_SEND == (int)STATS_SPLIT_SEND &&
 		       (int)SPLITMSG_WRITE_IMM == (int)STATS_SPLIT_WRITE_IMM &&
 		       (int)SPLITMSG_ONE_SIDED == (int)STATS_SPLIT_ONE_SIDED,
-	       "pace.c counts split messages by kind");
+	       "splitjob.c counts split messages by kind");

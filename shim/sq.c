@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* What an application QP's send queue holds (see sq.h). */
+/* What an application QP's send queue holds (see sq.h).
+ * Per-QP state layer; pure: may call nothing. */
 #include "sq.h"
 
 #include <errno.h>

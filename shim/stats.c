@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Per-QP work-request accounting and the JUSTITIA_STATS JSON report. */
+/* Per-QP work-request accounting and the JUSTITIA_STATS JSON report.
+ * Per-QP state layer; may call: log (the report is written at exit). */
 #include "stats.h"
 
 #include <errno.h>

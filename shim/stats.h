@@ -114,7 +114,7 @@ uint64_t stats_batch_commit(struct stats_qp *st, struct stats_batch *b, int rc, 
 void stats_snapshot_take(struct stats_snapshot *s, const struct stats_qp *st);
 void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot *s);
 
-/* The process's pacer (pace.c): where its work ran. */
+/* The process's pacer (pacectl.c): where its work ran. */
 struct stats_pacer {
 	uint64_t wakeups;        /* the progress thread woke */
 	uint64_t thread_drains;  /* backlogs it serviced */

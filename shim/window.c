@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The direct window (window.h): admission and tag accounting. */
+/* The direct window (window.h): admission and tag accounting.
+ * Per-QP state layer; pure: may call nothing. */
 #include "window.h"
 
 #include <errno.h>

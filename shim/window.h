@@ -7,10 +7,10 @@
  * unpaced, however fast the shim starts pacing the flow's next posts.  With
  * it, at most shim_window_bytes (JUSTITIA_WINDOW, 4 MiB by default) of the
  * QP's direct posts are in flight; what would exceed it waits in the QP's
- * backlog (pace.c) until the NIC has completed enough.
+ * backlog (drain.c) until the NIC has completed enough.
  *
  * The shim learns that from tags: every shim_window_bytes / 4 bytes, one
- * WR the application posts goes out signaled with the shim's wr_id (pace.c
+ * WR the application posts goes out signaled with the shim's wr_id (wrpost.h
  * owns the value); its completion (in order with everything before it on
  * the send queue) comes back through the application's own poll, where the
  * shim gives the completion its wr_id back, or drops it when the
@@ -18,7 +18,7 @@
  * is generated natively for an unsignaled WR too).  So the application's
  * CQ holds at most a few extra completions per QP (the tags in flight).
  *
- * The state is guarded by the QP's lock (pace.c).  These functions do no
+ * The state is guarded by the QP's lock (registry.h).  These functions do no
  * I/O: they decide and account. */
 #ifndef JUSTITIA_SHIM_WINDOW_H
 #define JUSTITIA_SHIM_WINDOW_H

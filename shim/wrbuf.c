@@ -5,7 +5,9 @@
  * KEEP_* entries and bytes), so a steady flow of batches allocates nothing.
  * The arrays move when they grow, so entries refer to their SGEs and data by
  * index; wrbuf_list() turns the indices into pointers once the batch is
- * complete.  Errors are positive errno values, as ibv_wr_complete returns. */
+ * complete.  Errors are positive errno values, as ibv_wr_complete returns.
+ * Per-QP state layer; may call: the provider's own ibv_qp_ex functions
+ * it is given (wrbuf_replay), nothing of the shim. */
 #include "wrbuf.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 /* The batch of one ibv_wr_start .. ibv_wr_complete critical region, kept as
  * classic work requests.  On a paced QP the ibv_wr_* wrappers (qpex.c) build
  * the batch here instead of in the provider's send queue, and hand it at
- * ibv_wr_complete to the paced post path (pace.c), which splits and paces
+ * ibv_wr_complete to the paced post path (pace.c, drain.c), which splits and paces
  * it behind whatever the QP's backlog already holds.
  *
  * Setters copy what they are given (SGE lists, inline data, a TSO header),
