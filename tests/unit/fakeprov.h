@@ -88,7 +88,8 @@ static int fake_post_send(struct ibv_qp *to, struct ibv_send_wr *wr, struct ibv_
 			prov.rkey[prov.n] = wr->wr.rdma.rkey;
 			prov.len[prov.n] = wr->num_sge > 0 ? wr->sg_list[0].length : 0;
 			if (wr->send_flags & IBV_SEND_INLINE)
-				memcpy(prov.inline_seen[prov.n], (void *)(uintptr_t)wr->sg_list[0].addr, 8);
+				memcpy(prov.inline_seen[prov.n],
+				       (void *)(uintptr_t)wr->sg_list[0].addr, 8);
 		}
 		prov.n++;
 	}
@@ -256,7 +257,8 @@ static inline void post_n(int n, uint64_t first_id, uint32_t len)
 	for (int i = 0; i < n; i++) {
 		struct ibv_sge sge = { .addr = 0x1000, .length = len };
 		struct ibv_send_wr wr = { .wr_id = first_id + i, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED };
 		struct ibv_send_wr *bad = NULL;
 
 		assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);

@@ -96,7 +96,11 @@ static int fx_load(struct ibv_cq_ex *cq)
 	cq->status = fake.wcs[fcq.at].status;
 	return 0;
 }
-static int fx_start(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *a) { fcq.at = 0; return fx_load(cq); }
+static int fx_start(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *a)
+{
+	fcq.at = 0;
+	return fx_load(cq);
+}
 static int fx_next(struct ibv_cq_ex *cq) { fcq.at++; return fx_load(cq); }
 static void fx_end(struct ibv_cq_ex *cq) { fcq.ends++; fake.n_wcs = 0; }
 static enum ibv_wc_opcode fx_opcode(struct ibv_cq_ex *cq) { return fake.wcs[fcq.at].opcode; }
@@ -234,9 +238,11 @@ static void post_recv_and_poll_pass_through(void **state)
 	assert_int_equal(q->st.recv.wrs, 1);
 
 	fake.n_wcs = 3;
-	fake.wcs[0] = (struct ibv_wc){ .wr_id = 11, .qp_num = 7, .opcode = IBV_WC_RECV, .byte_len = 64 };
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 11, .qp_num = 7, .opcode = IBV_WC_RECV,
+				       .byte_len = 64 };
 	fake.wcs[1] = (struct ibv_wc){ .wr_id = 12, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
-	fake.wcs[2] = (struct ibv_wc){ .wr_id = 13, .qp_num = 1234, .status = IBV_WC_REM_ACCESS_ERR };
+	fake.wcs[2] = (struct ibv_wc){ .wr_id = 13, .qp_num = 1234,
+				       .status = IBV_WC_REM_ACCESS_ERR };
 	assert_int_equal(ibv_poll_cq(&cq, 4, wc), 3);
 	assert_memory_equal(wc, fake.wcs, 3 * sizeof(*wc));
 	assert_int_equal(q->st.cqe_recv, 1);
@@ -346,7 +352,8 @@ static struct {
 static void *slow_daemon(void *arg)
 {
 	static const char reply[] =
-		"{\"v\":1,\"ok\":true,\"flow\":3,\"app_slot\":0,\"slot\":0,\"class\":\"latency\"}\n";
+		"{\"v\":1,\"ok\":true,\"flow\":3,\"app_slot\":0,\"slot\":0,"
+		"\"class\":\"latency\"}\n";
 	char buf[4096];
 	ssize_t n = read(fd_daemon.sock, buf, sizeof(buf)); /* register_qp */
 
@@ -549,22 +556,24 @@ static void lock_free_lookup_under_churn(void **state)
 	assert_int_equal(shim_qp_destroy(&live, ok_destroy), 0);
 }
 
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
 int main(void)
 {
 	/* no daemon: registration must fail open, quietly */
 	setenv("JUSTITIA_SOCKET", "/nonexistent/justitiad.sock", 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(attach_patches_every_pointer, setup, teardown),
-		cmocka_unit_test_setup_teardown(post_send_passes_through, setup, teardown),
-		cmocka_unit_test_setup_teardown(unmanaged_and_unreported_is_not_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(post_recv_and_poll_pass_through, setup, teardown),
-		cmocka_unit_test_setup_teardown(injected_completion_comes_in_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(extended_poll_gets_injected_completions, setup, teardown),
-		cmocka_unit_test_setup_teardown(reregistration_leaves_the_registry_free, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_qp_ex_is_tracked, setup, teardown),
-		cmocka_unit_test_setup_teardown(wr_api_is_wrapped_and_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(destroy_retires_and_failure_keeps, setup, teardown),
-		cmocka_unit_test_setup_teardown(lock_free_lookup_under_churn, setup, teardown),
+		T(attach_patches_every_pointer),
+		T(post_send_passes_through),
+		T(unmanaged_and_unreported_is_not_counted),
+		T(post_recv_and_poll_pass_through),
+		T(injected_completion_comes_in_order),
+		T(extended_poll_gets_injected_completions),
+		T(reregistration_leaves_the_registry_free),
+		T(create_qp_ex_is_tracked),
+		T(wr_api_is_wrapped_and_counted),
+		T(destroy_retires_and_failure_keeps),
+		T(lock_free_lookup_under_churn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
