@@ -8,9 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "../shim-all.h"
@@ -98,7 +96,11 @@ static int fx_load(struct ibv_cq_ex *cq)
 	cq->status = fake.wcs[fcq.at].status;
 	return 0;
 }
-static int fx_start(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *a) { fcq.at = 0; return fx_load(cq); }
+static int fx_start(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *a)
+{
+	fcq.at = 0;
+	return fx_load(cq);
+}
 static int fx_next(struct ibv_cq_ex *cq) { fcq.at++; return fx_load(cq); }
 static void fx_end(struct ibv_cq_ex *cq) { fcq.ends++; fake.n_wcs = 0; }
 static enum ibv_wc_opcode fx_opcode(struct ibv_cq_ex *cq) { return fake.wcs[fcq.at].opcode; }
@@ -236,9 +238,11 @@ static void post_recv_and_poll_pass_through(void **state)
 	assert_int_equal(q->st.recv.wrs, 1);
 
 	fake.n_wcs = 3;
-	fake.wcs[0] = (struct ibv_wc){ .wr_id = 11, .qp_num = 7, .opcode = IBV_WC_RECV, .byte_len = 64 };
+	fake.wcs[0] = (struct ibv_wc){ .wr_id = 11, .qp_num = 7, .opcode = IBV_WC_RECV,
+				       .byte_len = 64 };
 	fake.wcs[1] = (struct ibv_wc){ .wr_id = 12, .qp_num = 7, .opcode = IBV_WC_RDMA_WRITE };
-	fake.wcs[2] = (struct ibv_wc){ .wr_id = 13, .qp_num = 1234, .status = IBV_WC_REM_ACCESS_ERR };
+	fake.wcs[2] = (struct ibv_wc){ .wr_id = 13, .qp_num = 1234,
+				       .status = IBV_WC_REM_ACCESS_ERR };
 	assert_int_equal(ibv_poll_cq(&cq, 4, wc), 3);
 	assert_memory_equal(wc, fake.wcs, 3 * sizeof(*wc));
 	assert_int_equal(q->st.cqe_recv, 1);
@@ -348,7 +352,8 @@ static struct {
 static void *slow_daemon(void *arg)
 {
 	static const char reply[] =
-		"{\"v\":1,\"ok\":true,\"flow\":3,\"app_slot\":0,\"slot\":0,\"class\":\"latency\"}\n";
+		"{\"v\":1,\"ok\":true,\"flow\":3,\"app_slot\":0,\"slot\":0,"
+		"\"class\":\"latency\"}\n";
 	char buf[4096];
 	ssize_t n = read(fd_daemon.sock, buf, sizeof(buf)); /* register_qp */
 
@@ -419,70 +424,6 @@ static void reregistration_leaves_the_registry_free(void **state)
 	shim_qp_find(ctx, 7)->flow_id = 0;
 	close(sv[0]);
 	close(sv[1]);
-}
-
-static int mapped(const char *name)
-{
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "r");
-	int n = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		n += strstr(line, name) != NULL;
-	if (f)
-		fclose(f);
-	return n;
-}
-
-/* The shim maps the daemon's segments only when sealed as the ABI says
- * (the global one against writes by anybody but the daemon), and lets go
- * of them when the daemon is lost. */
-static void segments_sealed_and_let_go(void **state)
-{
-	int fd = memfd_create("jst-test-global", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	int cfd = memfd_create("jst-test-client", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	size_t n = 0, cn = 0;
-	void *g, *c;
-
-	assert_true(fd >= 0 && cfd >= 0);
-	assert_int_equal(ftruncate(fd, 4096), 0);
-	assert_int_equal(ftruncate(cfd, 4096), 0);
-	assert_null(shim_segment_map(fd, PROT_READ, F_SEAL_FUTURE_WRITE, &n));
-	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
-	assert_null(shim_segment_map(fd, PROT_READ, F_SEAL_FUTURE_WRITE, &n));
-	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0);
-	g = shim_segment_map(fd, PROT_READ, F_SEAL_FUTURE_WRITE, &n);
-	assert_non_null(g);
-	assert_int_equal(n, 4096);
-	assert_int_equal(fcntl(cfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
-	c = shim_segment_map(cfd, PROT_READ | PROT_WRITE, 0, &cn);
-	assert_non_null(c);
-	close(fd);
-	close(cfd);
-	assert_int_equal(mapped("jst-test-global"), 1);
-
-	/* lost: the daemon's memory is let go of at once (a late reader
-	 * sees zeros); the address range stays readable after fail-open, for
-	 * a post path that loaded a slot just before it */
-	pthread_mutex_lock(&cl.lock);
-	atomic_store(&cl.global, g);
-	cl.global_size = n;
-	cl.client = c;
-	cl.client_size = cn;
-	cl.pid = getpid();
-	disconnect(1);
-	assert_int_equal(mapped("jst-test-global") + mapped("jst-test-client"), 0);
-	assert_int_equal(*(volatile uint32_t *)g, 0);
-	assert_int_equal(cl.need_fail_open, 1);
-	pthread_mutex_unlock(&cl.lock);
-	shim_client_poll();
-	assert_int_equal(*(volatile uint32_t *)g, 0);
-	assert_int_equal(*(volatile uint32_t *)c, 0);
-	pthread_mutex_lock(&cl.lock);
-	cl.pid = 0;
-	cl.retry_at_ns = 0;
-	cl.backoff_ns = 0;
-	pthread_mutex_unlock(&cl.lock);
 }
 
 static void create_qp_ex_is_tracked(void **state)
@@ -615,23 +556,24 @@ static void lock_free_lookup_under_churn(void **state)
 	assert_int_equal(shim_qp_destroy(&live, ok_destroy), 0);
 }
 
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
 int main(void)
 {
 	/* no daemon: registration must fail open, quietly */
 	setenv("JUSTITIA_SOCKET", "/nonexistent/justitiad.sock", 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(attach_patches_every_pointer, setup, teardown),
-		cmocka_unit_test_setup_teardown(post_send_passes_through, setup, teardown),
-		cmocka_unit_test_setup_teardown(unmanaged_and_unreported_is_not_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(post_recv_and_poll_pass_through, setup, teardown),
-		cmocka_unit_test_setup_teardown(injected_completion_comes_in_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(extended_poll_gets_injected_completions, setup, teardown),
-		cmocka_unit_test_setup_teardown(segments_sealed_and_let_go, setup, teardown),
-		cmocka_unit_test_setup_teardown(reregistration_leaves_the_registry_free, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_qp_ex_is_tracked, setup, teardown),
-		cmocka_unit_test_setup_teardown(wr_api_is_wrapped_and_counted, setup, teardown),
-		cmocka_unit_test_setup_teardown(destroy_retires_and_failure_keeps, setup, teardown),
-		cmocka_unit_test_setup_teardown(lock_free_lookup_under_churn, setup, teardown),
+		T(attach_patches_every_pointer),
+		T(post_send_passes_through),
+		T(unmanaged_and_unreported_is_not_counted),
+		T(post_recv_and_poll_pass_through),
+		T(injected_completion_comes_in_order),
+		T(extended_poll_gets_injected_completions),
+		T(reregistration_leaves_the_registry_free),
+		T(create_qp_ex_is_tracked),
+		T(wr_api_is_wrapped_and_counted),
+		T(destroy_retires_and_failure_keeps),
+		T(lock_free_lookup_under_churn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of draining a QP's backlog (shim/drain.c) against the fake
+ * provider and fake daemon slot of fakeprov.h: a WR the provider refuses
+ * becomes a flush completion with the WR's opcode, and so does what
+ * follows it; a provider without room (ENOMEM) keeps the backlog, in order,
+ * until a completion makes room; a split message's window never shrinks
+ * below the chunks it has in flight. */
+#include "fakeprov.h"
+
+static void refused_wr_becomes_flush_completion(void **state)
+{
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	pthread_mutex_lock(&prov.lock);
+	prov.fail_from = 2; /* the provider refuses from the third WR on */
+	pthread_mutex_unlock(&prov.lock);
+	post_n(5, 40, 1000);
+	for (int i = 0; i < 3000 && got < 3; i++) {
+		got += ibv_poll_cq(&cq, 8 - got, wc + got);
+		usleep(1000);
+	}
+	assert_int_equal(got, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[i].wr_id, 42 + i);
+		assert_int_equal(wc[i].qp_num, 21);
+	}
+}
+
+/* The made-up completion says what the WR was, as the provider's would. */
+static void flush_completion_has_the_wr_opcode(void **state)
+{
+	static const struct { enum ibv_wr_opcode wr; enum ibv_wc_opcode wc; } ops[] = {
+		{ IBV_WR_LOCAL_INV, IBV_WC_LOCAL_INV }, { IBV_WR_BIND_MW, IBV_WC_BIND_MW },
+		{ IBV_WR_TSO, IBV_WC_TSO }, { IBV_WR_ATOMIC_WRITE, IBV_WC_ATOMIC_WRITE },
+		{ IBV_WR_SEND, IBV_WC_SEND },
+	};
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	pthread_mutex_lock(&prov.lock);
+	prov.fail_from = 1; /* the first goes; the backlog behind it is refused */
+	pthread_mutex_unlock(&prov.lock);
+	post_n(1, 59, 1000); /* goes at once */
+	for (unsigned i = 0; i < 5; i++) {
+		/* 100 ms each at 1 MB/s: all queue behind the first */
+		struct ibv_sge sge = { .addr = 0x1000, .length = 100000 };
+		struct ibv_send_wr wr = { .wr_id = 60 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = ops[i].wr, .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_send_wr *bad = NULL;
+
+		assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0);
+	}
+	for (int i = 0; i < 3000 && got < 5; i++) {
+		got += ibv_poll_cq(&cq, 8 - got, wc + got);
+		usleep(1000);
+	}
+	assert_int_equal(got, 5);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(wc[i].wr_id, 60 + i);
+		assert_int_equal(wc[i].opcode, ops[i].wc);
+	}
+}
+
+/* A provider with less room than the QP was said to have (or a count the
+ * shim lost): its ENOMEM keeps the WR in the backlog until a completion
+ * makes room; nothing queued on a healthy QP is flushed. */
+static void provider_without_room_keeps_the_backlog(void **state)
+{
+	atomic_store(&gseg.slot[0].rate_bps, 8000000000000ull);
+	pthread_mutex_lock(&prov.lock);
+	prov.sq_cap = 4;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(post_write_rc(10 + i, 100), 0);
+	assert_int_equal(provider_count(), 4);
+	assert_int_equal(q->bl_len, 2);
+	for (int i = 0; i < 3000 && provider_count() < 6; i++) {
+		complete_app(2);
+		usleep(1000);
+	}
+	assert_int_equal(provider_count(), 6);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(prov.wr_id[i], 10 + i);
+	assert_int_equal(q->bl_len, 0);
+	assert_int_equal(atomic_load(&shim_inject_pending), 0);
+}
+
+/* A message's split window never shrinks: chunks posted unsignaled before a
+ * token wait are followed by more up to a signaled one, even when the
+ * window the rate and delay give drops meanwhile below what is in flight
+ * (stopping there would wait forever for completions nobody signaled). */
+static void split_window_never_shrinks_under_a_message(void **state)
+{
+	use_split_qp();
+	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1000 B chunks: 1 ms each */
+	q->split.c_delay_ns = 14000000;                /* window 1 MB/s * 14 ms + 2 = 16 */
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	post_one_write(7, 20000);
+	for (int i = 0; i < 3000 && provider_count() < 6; i++)
+		usleep(1000);
+	/* five or more in flight, none signaled yet (every 8th is) */
+	pthread_mutex_lock(&q->lock);
+	assert_true(q->bl_head && q->bl_head->inflight >= 5);
+	assert_true(q->split.c_since_sig >= 5);
+	q->split.c_delay_ns = 1; /* now the window would be 4 */
+	pthread_mutex_unlock(&q->lock);
+	/* (the daemon stays alive: a stale heartbeat would fail open and
+	 * drain it all unpaced) */
+	for (int i = 0; i < 1000 && !provider_saw(7); i++) {
+		atomic_store(&gseg.g.heartbeat_ns, mono());
+		complete_app(8);
+		usleep(1000);
+	}
+	assert_true(provider_saw(7));
+	assert_int_equal(atomic_load(&q->direct), 0);
+	drop_split_qp();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		FAKEPROV_TEST(refused_wr_becomes_flush_completion),
+		FAKEPROV_TEST(flush_completion_has_the_wr_opcode),
+		FAKEPROV_TEST(split_window_never_shrinks_under_a_message),
+		FAKEPROV_TEST(provider_without_room_keeps_the_backlog),
+	};
+
+	return fakeprov_run_tests(tests);
+}

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of a split message's chunks (shim/splitjob.c) against the
+ * fake provider and fake daemon slot of fakeprov.h: at most a window of
+ * chunks on the split QP, only a few of them signaled, the final chunk on
+ * the application's QP after them all; an unsignaled message leaves no
+ * final chunk behind to be matched by a later WR's completion. */
+#include "fakeprov.h"
+
+/* An unsignaled split message never completes, so nothing of it may stay
+ * to be matched: a later signaled WRITE with the same wr_id and the final
+ * chunk's length completes with its own byte_len, not the old message's. */
+static void unsignaled_final_is_not_remembered(void **state)
+{
+	struct ibv_sge sge = { .addr = 0x1000, .length = 4000 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .wr.rdma = { .remote_addr = 0x80000, .rkey = 9 } };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	use_split_qp();
+	pthread_mutex_lock(&prov.lock);
+	prov.app_like_hw = 1;
+	prov.complete_app = 1;
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0); /* four chunks, unsignaled */
+	for (int i = 0; i < 3000 && provider_count() < 4; i++) {
+		assert_int_equal(ibv_poll_cq(&cq, 8, wc), 0);
+		usleep(1000);
+	}
+	assert_int_equal(provider_count(), 4);
+	assert_ptr_equal(prov.qp[3], &qp); /* the final chunk, 1000 bytes */
+	assert_int_equal(prov.len[3], 1000);
+	assert_int_equal(atomic_load(&q->split.msg.fin_len), 0);
+	post_one_write(7, 1000); /* whole, signaled */
+	for (int i = 0; i < 3000 && !got; i++) {
+		got = ibv_poll_cq(&cq, 8, wc);
+		if (!got)
+			usleep(1000);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(wc[0].wr_id, 7);
+	assert_int_equal(wc[0].byte_len, 1000);
+	pthread_mutex_lock(&prov.lock);
+	prov.app_like_hw = 0;
+	pthread_mutex_unlock(&prov.lock);
+	drop_split_qp();
+}
+
+/* A message of 20 chunks: at most a window (4 before any completion was
+ * timed) on the split QP at once, only some of them signaled (every half
+ * window, and the last), each completion retiring every chunk up to it;
+ * the final chunk on the application's QP after them all. */
+static void split_chunks_signal_a_few_per_window(void **state)
+{
+	int split = 0, sig = 0, last_split = -1;
+
+	use_split_qp();
+	post_one_write(7, 20000);
+	assert_int_equal(provider_count(), SPLIT_WINDOW);
+	pthread_mutex_lock(&prov.lock);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 3000 && !provider_saw(7); i++) {
+		complete_app(8);
+		usleep(1000);
+	}
+	assert_true(provider_saw(7));
+	pthread_mutex_lock(&prov.lock);
+	for (int i = 0; i < prov.n; i++) {
+		if (prov.qp[i] != &split_qp)
+			continue;
+		split++;
+		sig += !!(prov.flags[i] & IBV_SEND_SIGNALED);
+		last_split = i;
+	}
+	assert_int_equal(split, 19);
+	assert_true(prov.flags[last_split] & IBV_SEND_SIGNALED);
+	assert_true(sig <= 19 / 2 + 2);
+	assert_ptr_equal(prov.qp[prov.n - 1], &qp);
+	assert_int_equal(prov.wr_id[prov.n - 1], 7);
+	assert_int_equal(prov.len[prov.n - 1], 1000);
+	pthread_mutex_unlock(&prov.lock);
+	assert_int_equal(q->split.c_done, q->split.c_posted);
+	drop_split_qp();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		FAKEPROV_TEST(unsignaled_final_is_not_remembered),
+		FAKEPROV_TEST(split_chunks_signal_a_few_per_window),
+	};
+
+	return fakeprov_run_tests(tests);
+}
