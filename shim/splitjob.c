@@ -13,6 +13,15 @@
 #include "sge.h"
 #include "splitmsg.h"
 
+/* @p goes in chunks of @chunk bytes; a two-sided one asks the peer first. */
+void splitjob_prepare(struct pend_wr *p, uint32_t chunk, int kind)
+{
+	p->chunk = chunk;
+	p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
+	p->kind = (uint8_t)kind;
+	p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
+}
+
 /* Split window.
  *
  * Data chunks in flight on the split QP: what the granted rate moves in a
@@ -29,18 +38,8 @@
  * chunks go; a smaller window could stop it behind unsignaled chunks,
  * whose completions nobody would ever see. */
 
-
-/* @p goes in chunks of @chunk bytes; a two-sided one asks the peer first. */
-void splitjob_prepare(struct pend_wr *p, uint32_t chunk, int kind)
-{
-	p->chunk = chunk;
-	p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
-	p->kind = (uint8_t)kind;
-	p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
-}
-
 uint32_t splitjob_window(const struct shim_qp *q, const struct jst_flow_ctl *slot,
-			     uint32_t chunk, int direct)
+			 uint32_t chunk, int direct)
 {
 	uint64_t rate = slot && !direct ? atomic_load_explicit(&slot->rate_bps, memory_order_relaxed)
 					: 0;

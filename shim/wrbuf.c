@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #define KEEP_ENTS 1024
 #define KEEP_BYTES (1u << 20)
 
