@@ -139,8 +139,15 @@ int peerauth_read_secret(const char *path, struct siphash_key *k, char *err, siz
 		rc = -EINVAL;
 		goto out_close;
 	}
-	if (st.st_mode & S_IROTH) {
-		snprintf(err, errlen, "secret_file %s: readable by others (chmod 600 it)", path);
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		snprintf(err, errlen, "secret_file %s: readable by others than its owner (chmod 600 it)",
+			 path);
+		rc = -EPERM;
+		goto out_close;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "secret_file %s: owned by uid %u, not by the daemon's (uid %u)",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid());
 		rc = -EPERM;
 		goto out_close;
 	}
