@@ -404,6 +404,7 @@ static const struct field app_fields[] = {
 };
 SECTION(app, sizeof(app_init), &app_init, check_app);
 
+
 static const struct field top_fields[] = {
 	{ "runtime_dir", T_PATH, AT(struct config, runtime_dir) },
 	{ "socket", T_PATH, AT(struct config, socket) },
@@ -423,6 +424,9 @@ static const struct field top_fields[] = {
 	{ "apps", T_ARR, .max = CONFIG_MAX_APPS, .sub = &app_section,
 	  .arr_off = offsetof(struct config, apps),
 	  .count_off = offsetof(struct config, n_apps) },
+	{ "tenants", T_ARR, .max = CONFIG_MAX_TENANTS, .sub = &configtenant_section,
+	  .arr_off = offsetof(struct config, tenants),
+	  .count_off = offsetof(struct config, n_tenants) },
 };
 SECTION(top, 0, NULL, check_config);
 
@@ -452,6 +456,7 @@ void config_free(struct config *c)
 	free(c->devices);
 	free(c->peers);
 	free(c->apps);
+	free(c->tenants);
 	config_init_defaults(c);
 }
 

@@ -23,6 +23,7 @@
 #define CONFIG_MAX_DEVICES  64
 #define CONFIG_MAX_PEERS    64
 #define CONFIG_MAX_APPS	    1024
+#define CONFIG_MAX_TENANTS  1024
 
 enum flow_class { FLOW_CLASS_LATENCY, FLOW_CLASS_THROUGHPUT, FLOW_CLASS_BANDWIDTH };
 
@@ -67,6 +68,14 @@ struct config_app_rule {
 	int has_class;
 	enum flow_class cls;
 	uint32_t weight;
+};
+
+/* A rule of the "tenants" policy (daemon/tenant.h): what the processes of
+ * one user or one group may ask for. */
+struct config_tenant {
+	int64_t uid, gid;       /* exactly one is set (>= 0) */
+	unsigned classes;       /* bit 1 << enum flow_class per class allowed */
+	uint32_t max_weight;
 };
 
 struct config_limits {
@@ -122,6 +131,8 @@ struct config {
 	size_t n_peers;
 	struct config_app_rule *apps;
 	size_t n_apps;
+	struct config_tenant *tenants; /* the "tenants" array */
+	size_t n_tenants;
 };
 
 /* All defaults, no arrays.  Overwrites *c without freeing it. */

@@ -14,6 +14,10 @@
 #include "jsonpos.h"
 #include "rate.h"
 
+/* configtenant.c: the "tenants" array's elements */
+struct section;
+extern const struct section configtenant_section;
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #define KiB 1024

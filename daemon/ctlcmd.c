@@ -16,6 +16,7 @@
 #include "flows.h"
 #include "log.h"
 #include "rate.h"
+#include "tenant.h"
 
 static json_t *cmd_set(struct ctl_client *cl, json_t *req)
 {
@@ -159,6 +160,7 @@ static json_t *cmd_hello(struct ctl_client *cl, json_t *req, int *fds, int *nfds
 	if (!cl->proc)
 		return proto_reply_error(req, PROTO_E_INTERNAL, "cannot create shared memory: %s",
 					 strerror(-rc));
+	cl->proc->gid = cl->gid; /* (tenant.h) */
 	fds[0] = shm_seg_open_ro(&e->flows->global);
 	if (fds[0] < 0)
 		return proto_reply_error(req, PROTO_E_INTERNAL, "cannot share memory: %s",
@@ -246,6 +248,10 @@ static json_t *cmd_update(struct ctl_client *cl, json_t *req)
 
 		if (config_class_parse(cls, &c))
 			return proto_reply_error(req, PROTO_E_BAD_REQUEST, "unknown class");
+		if (!tenant_allows(tenant_rule(cl->ctl->env.cfg, cl->uid, cl->gid), c))
+			return proto_reply_error(req, PROTO_E_PERMISSION,
+						 "class %s is not allowed for uid %u (tenants policy)",
+						 cls, (unsigned)cl->uid);
 		f->cls = c;
 		f->class_from_app = 1;
 	}

@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "tenant.h"
 #include "proto.h"
 
 int flows_init(struct flows *fl, const struct config *cfg, uint64_t instance)
@@ -132,6 +133,10 @@ static void derive_policy(const struct flows *fl, struct flow *f)
 					      : FLOW_CLASS_BANDWIDTH;
 	if (!f->weight_from_app)
 		f->weight = r ? r->weight : 1;
+	/* whatever asked, the operator's tenants policy has the last word */
+	if (tenant_enforce(tenant_rule(fl->cfg, f->proc->uid, f->proc->gid), &f->cls, &f->weight,
+			   f->warning, sizeof(f->warning)))
+		log_info("flow %u (pid %d): %s", f->id, (int)f->proc->pid, f->warning);
 }
 
 const char *flows_class_source(const struct flows *fl, const struct flow *f)
@@ -215,6 +220,7 @@ struct proc *flows_proc_new(struct flows *fl, pid_t pid, uid_t uid, const char *
 	}
 	p->pid = pid;
 	p->uid = uid;
+	p->gid = (gid_t)-1; /* set by the caller (ctlcmd.c) */
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	p->n_cslots = fl->cfg->limits.max_flows_per_client;
 	p->by_cslot = calloc(p->n_cslots, sizeof(*p->by_cslot));

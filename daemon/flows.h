@@ -59,6 +59,7 @@ struct flow {
 struct proc {
 	pid_t pid;
 	uid_t uid;
+	gid_t gid;                    /* the kernel's (SO_PEERCRED): tenant.h */
 	char comm[16];
 	struct shm_seg seg;           /* client segment (shim-written) */
 	uint32_t n_cslots;

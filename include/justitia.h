@@ -36,7 +36,9 @@ struct justitia_qp_status {
 };
 
 /* Set the class of @qp.  0, or an errno value (EINVAL: unknown class or a
- * QP the shim does not know). */
+ * QP the shim does not know; EPERM: the operator's policy does not allow
+ * this class for the application's user, justitiad.json(5) "tenants", and
+ * the QP keeps its class). */
 int justitia_set_qp_class(struct ibv_qp *qp, int cls) __attribute__((weak));
 
 /* What Justitia does with @qp.  0, or an errno value. */

@@ -55,6 +55,7 @@ static struct {
 	size_t client_size;
 	const char *cls_hint;         /* from JUSTITIA_CLASS, NULL = let the daemon decide */
 	int need_fail_open;           /* lost the daemon: QPs must stop pacing */
+	char refused[32];             /* the error code of the last refused call */
 } cl = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 void shim_client_init(void)
@@ -124,6 +125,8 @@ static json_t *call(json_t *req, int *fds, int *nfds)
 		shim_log("justitiad refused %s: %s",
 			 json_string_value(json_object_get(e, "code")) ?: "?",
 			 json_string_value(json_object_get(e, "message")) ?: "?");
+		snprintf(cl.refused, sizeof(cl.refused), "%s",
+			 json_string_value(json_object_get(e, "code")) ?: "?");
 		json_decref(r);
 		return NULL;
 	}
@@ -381,17 +384,25 @@ int shim_client_set_class(struct shim_qp *q, int cls)
 
 int shim_client_report_class(struct shim_qp *q, int cls)
 {
+	int rc = 0;
 	json_t *r;
 
-	atomic_store(&q->cls, cls);
 	pthread_mutex_lock(&cl.lock);
 	if (q->flow_id && cl.fd >= 0 && cl.pid == getpid()) {
+		cl.refused[0] = 0;
 		r = call(json_pack("{s:i, s:s, s:I, s:s}", "v", PROTO_VERSION, "cmd", "update_qp",
 				   "flow", (json_int_t)q->flow_id, "class", class_names[cls]),
 			 NULL, NULL);
+		/* the operator's policy does not allow it (justitiad.json(5),
+		 * "tenants"): the flow keeps the class the daemon gave it */
+		if (!r && !strcmp(cl.refused, PROTO_E_PERMISSION))
+			rc = EPERM;
 		json_decref(r);
 	}
 	pthread_mutex_unlock(&cl.lock);
+	if (rc)
+		return rc;
+	atomic_store(&q->cls, cls);
 	shim_client_hooks.flow_changed(q);
 	return 0;
 }

@@ -45,7 +45,8 @@ const struct jst_shm_global *shim_client_global(void);
 /* From the progress thread, every few ms: notice a dead daemon (then fail
  * open) and reconnect to a returned one (with backoff). */
 void shim_client_poll(void);
-/* justitia_set_qp_class(): remember and tell the daemon. */
+/* justitia_set_qp_class(): remember and tell the daemon; EPERM when its
+ * tenants policy does not allow @cls (the QP keeps its class). */
 int shim_client_set_class(struct shim_qp *q, int cls);
 /* Copy the daemon's warning about @q (registration writes it, under the
  * client's lock) into @buf. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "../../daemon/config.c"
+#include "../../daemon/configtenant.c"
 #include "../../daemon/configdump.c"
 #include "../../daemon/configparse.c"
 #include "../../common/jsonpos.c"

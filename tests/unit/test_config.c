@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "../../daemon/config.c"
+#include "../../daemon/configtenant.c"
 #include "../../daemon/configdump.c"
 #include "../../daemon/configparse.c"
 #include "../../common/jsonpos.c"

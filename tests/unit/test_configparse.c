@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../../daemon/config.c"
+#include "../../daemon/configtenant.c"
 #include "../../daemon/configdump.c"
 #include "../../daemon/configparse.c"
 #include "../../common/jsonpos.c"

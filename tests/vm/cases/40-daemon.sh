@@ -21,7 +21,8 @@ conf() { # NAME DEVICE CLASS [COMM]: a rule giving COMM (ib_send_lat) CLASS
   "limits": { "max_clients": 16, "max_flows_per_client": 8, "max_request_bytes": 4096,
               "idle_timeout_ms": 1000 },
   "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "1Gbit" } ],
-  "apps": [ { "comm": "${4:-ib_send_lat}", "class": "$3" } ]
+  "apps": [ { "comm": "${4:-ib_send_lat}", "class": "$3" } ],
+  "tenants": [ { "uid": 65534, "classes": [ "bandwidth" ], "max_weight": 5 } ]
 }
 EOF
 }
@@ -169,6 +170,20 @@ out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$C" -s /run/jd1/jus
 	set target 10 2>&1)
 expect_eq nobody.set.denied "1 yes" "$? $(grep -q permission_denied <<<"$out" && echo yes)"
 expect_eq root.set "0 42000" "$(ctl jd1 set target 42 >/dev/null; echo $?) $(ctl jd1 --json status | jq -r .controller.target99_ns)"
+
+# ---- tenants (justitiad.json(5)): nobody (uid 65534, read by the daemon with
+# SO_PEERCRED) may have bandwidth flows only; root is not limited
+TD=$JV_OUT/tenants
+mkdir -p "$TD" && chmod 1777 "$TD"
+setpriv --reuid=nobody --regid=nogroup --clear-groups build/tests/flowreg \
+	/run/jd1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t 1 -r "$TD/nobody.json" \
+	>"$TD/nobody.out" 2>&1
+expect_eq tenants.nobody.class "bandwidth yes" "$(jq -r .class "$TD/nobody.json") $(jq -r .warning \
+	"$TD/nobody.json" | grep -q 'class latency is not allowed for uid 65534' && echo yes)"
+build/tests/flowreg /run/jd1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t 1 -r "$TD/root.json" \
+	>"$TD/root.out" 2>&1
+expect_eq tenants.root.class latency "$(jq -r .class "$TD/root.json")"
+expect_eq tenants.logged yes "$(grep -q 'not allowed for uid 65534' "$JV_OUT/jd1.log" && echo yes)"
 
 # ---- SIGHUP: reload, keep running; a broken file keeps the old config
 sed -i 's/"log_level": "info"/"log_level": "debug"/' "$JV_OUT/jd1.json"

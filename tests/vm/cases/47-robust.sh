@@ -18,7 +18,6 @@
 #              registers again and goes on splitting
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 M=$PWD/build/tests/mtpost
 S=$JV_OUT/stats
@@ -42,19 +41,8 @@ jv_split_conf "$JV_OUT/jr.json" /run/jr share
 
 ctl() { "$C" -s "$SOCK" "$@"; }
 
-# start_daemon: until it answers (a killed one leaves its socket behind)
-start_daemon() {
-	local end=$((SECONDS + 20))
-	"$D" -c "$JV_OUT/jr.json" -D flow >>"$JV_OUT/jr.log" 2>&1 &
-	JD=$!
-	while ((SECONDS < end)); do
-		ctl status >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "justitiad did not come up:"
-	cat "$JV_OUT/jr.log"
-	return 1
-}
+# until it answers (a killed one leaves its socket behind): lib.sh
+start_daemon() { jv_daemon_start "$JV_OUT/jr.json" "$SOCK" -D flow; }
 
 # flows PID [JQ]: PID's flows, as a jq filter over them says (default: how many)
 flows() {

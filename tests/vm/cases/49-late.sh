@@ -13,7 +13,6 @@
 #              application finishes
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 M=$PWD/build/tests/mtpost
 SOCK=/run/jl/justitiad.sock
@@ -24,18 +23,8 @@ jv_split_conf "$JV_OUT/jl.json" /run/jl
 
 ctl() { "$C" -s "$SOCK" "$@"; }
 
-start_daemon() {
-	local end=$((SECONDS + 20))
-	"$D" -c "$JV_OUT/jl.json" -D flow >>"$JV_OUT/jl.log" 2>&1 &
-	JD=$!
-	while ((SECONDS < end)); do
-		ctl status >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "justitiad did not come up:"
-	cat "$JV_OUT/jl.log"
-	return 1
-}
+# until it answers (a killed one leaves its socket behind): lib.sh
+start_daemon() { jv_daemon_start "$JV_OUT/jl.json" "$SOCK" -D flow; }
 stop_daemon() {
 	kill -TERM "$JD"
 	wait "$JD"
