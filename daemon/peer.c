@@ -151,9 +151,11 @@ static void handle_line(struct peer *p, char *line, size_t len)
 
 	switch (peermsg_decode(p, line, len, &m)) {
 	case PEERMSG_FAIL:
+		p->pc->refused.protocol += !p->outgoing;
 		peerconn_fail(p, "%s", m.why);
 		break;
 	case PEERMSG_REFUSE:
+		p->pc->refused.protocol += !p->outgoing;
 		peerconn_refuse(p, "%s", m.why);
 		break;
 	case PEERMSG_HELLO:
@@ -210,6 +212,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (!peeraddr_allowed(pc, &ss) || pc->n_in >= MAX_INCOMING ||
 	    incoming_from(pc, &ss) >= MAX_INCOMING_PER_HOST) {
 		uint64_t now = clock_now_ns();
+
+		if (!peeraddr_allowed(pc, &ss))
+			pc->refused.address++;
+		else
+			pc->refused.limit++;
 
 		if (now - last_refusal > REFUSE_LOG_NS) {
 			log_warnx("peer connection from %s refused: %s", host,

@@ -222,6 +222,7 @@ void peerconn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	case PEER_CONNECTING:
 	case PEER_HANDSHAKE:
+		p->pc->refused.protocol += !p->outgoing && p->state == PEER_HANDSHAKE;
 		peerconn_fail(p, "%s timed out",
 			      p->state == PEER_CONNECTING ? "connect" : "handshake");
 		return;
@@ -271,8 +272,10 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		p->pc->on_line(p, line, len);
 		free(line);
 	}
-	if (rc && p->magic == PEER_MAGIC && p->serial == serial && p->state != PEER_DOWN)
+	if (rc && p->magic == PEER_MAGIC && p->serial == serial && p->state != PEER_DOWN) {
+		p->pc->refused.protocol += !p->outgoing;
 		peerconn_fail(p, "line longer than %d bytes", PEER_MAX_LINE);
+	}
 }
 
 static void write_cb(struct ev_loop *loop, ev_io *w, int revents)

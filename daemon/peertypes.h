@@ -114,6 +114,13 @@ struct peer_ctx {
 	bool usable;                  /* false: the secret could not be read */
 	struct siphash_key key;
 	char error[160];              /* what is wrong with the channel, "" if nothing */
+	struct {                      /* incoming connections turned away (justctl status) */
+		uint64_t address;     /* not from a configured peer's address */
+		uint64_t limit;       /* over 8 from its host or 128 in all */
+		uint64_t protocol;    /* ended by a protocol or authentication error (bad
+				       * MAC, replay, strict wire), an over-long line or
+				       * a handshake that timed out */
+	} refused;
 	int lfd;
 	ev_io lw;
 	struct peer *out;             /* one per configured peer */

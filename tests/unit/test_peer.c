@@ -422,6 +422,7 @@ static void strict_wire(void **state)
 	assert_true(closed);
 	assert_string_equal(got, "");
 	close(fd);
+	assert_int_equal(a.pc.refused.address, 1); /* counted (justctl status) */
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		fd = raw_connect("127.0.0.1", a.pc.listen_port);
@@ -433,6 +434,8 @@ static void strict_wire(void **state)
 		assert_non_null(strstr(got, "\"type\":\"hello\""));
 		assert_non_null(strstr(got, "\"type\":\"error\""));
 		close(fd);
+		pump(1);
+		assert_int_equal(a.pc.refused.protocol, i + 1);
 	}
 
 	/* a good hello, then a request: answered; then a reply to nothing */
@@ -459,11 +462,17 @@ static void strict_wire(void **state)
 		send(fd, big, PEER_MAX_LINE + 9, MSG_NOSIGNAL);
 		free(big);
 	}
-	raw_drain(fd, &closed);
-	assert_true(closed);
+	{
+		uint64_t before = a.pc.refused.protocol;
+
+		raw_drain(fd, &closed);
+		assert_true(closed);
+		assert_int_equal(a.pc.refused.protocol, before + 1);
+	}
 	close(fd);
 	pump(10);
 	assert_int_equal(a.pc.n_in, 0); /* every refused connection was freed */
+	assert_int_equal(a.pc.refused.limit, 0);
 
 	peer_ctx_fini(&a.pc);
 	cfg_free(&a.cfg);
@@ -531,6 +540,8 @@ static void incoming_per_host(void **state)
 		fds[i] = raw_connect("127.0.0.1", a.pc.listen_port);
 	pump(50);
 	assert_int_equal(a.pc.n_in, MAX_INCOMING_PER_HOST);
+	assert_int_equal(a.pc.refused.limit, 6); /* counted (justctl status) */
+	assert_int_equal(a.pc.refused.address, 0);
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		close(fds[i]);
 	pump(50);

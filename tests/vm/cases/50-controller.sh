@@ -99,6 +99,57 @@ ctl jd1 status >"$JV_OUT/status-idle.txt"
 expect_eq justctl.status.text yes \
 	"$(grep -q "^reference: *up, peer $RXE_IP0:7471" "$JV_OUT/status-idle.txt" && echo yes)"
 
+# ---- a hostile peer on the daemon channel: refused and counted, nothing
+# allocated without bound, the legitimate peer (jd1) unaffected.  perl
+# (perl-base) binds the source address, so it can speak as the peer's host.
+hostile() { # FROM MODE
+	perl -MIO::Socket::INET -e '
+		my ($from, $to, $mode) = @ARGV;
+		my @keep;
+		if ($mode eq "flood") {
+			for (1 .. 200) {
+				my $c = IO::Socket::INET->new(PeerAddr => $to, LocalAddr => $from,
+							      Timeout => 2) or last;
+				push @keep, $c;
+			}
+			sleep 1;
+			exit 0;
+		}
+		my $s = IO::Socket::INET->new(PeerAddr => $to, LocalAddr => $from, Timeout => 5)
+			or die "connect: $!";
+		my $hello = q({"v":1,"type":"hello","role":"client","node":"00000000000000ff",) .
+			    q("nonce":"000102030405060708090a0b0c0d0e0f","auth":true}) . "\n";
+		if ($mode eq "garbage") { print $s "not json\n"; }
+		elsif ($mode eq "badmac") {
+			print $s $hello . q({"v":1,"type":"auth","mac":"0000000000000000"}) . "\n";
+		}
+		elsif ($mode eq "long") { print $s $hello . ("x" x 20000) . "\n"; }
+		elsif ($mode eq "truncated") { print $s q({"v":1,"type":"hel); }
+		my $buf;
+		1 while sysread($s, $buf, 4096); # until the daemon closes it
+	' "$1" "$RXE_IP0:7471" "$2"
+}
+rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$PID_jd0/status")
+samples0=$(st jd1 .controller.reference.samples)
+hostile "$RXE_IP0" garbage    # not a configured peer's address
+for mode in garbage badmac long truncated; do
+	hostile "$RXE_IP1" "$mode"
+done
+hostile "$RXE_IP1" flood
+wait_for jd0 '.controller.reference.channel.refused.protocol >= 4' 15
+st jd0 .controller.reference.channel.refused >"$JV_OUT/refused.json"
+cat "$JV_OUT/refused.json"
+expect_eq hostile.refused.counted "true true true" \
+	"$(jq -r '"\(.address >= 1) \(.limit >= 150) \(.protocol >= 4)"' "$JV_OUT/refused.json")"
+expect_eq hostile.jd0.log yes "$(grep -q 'authentication failed' "$JV_OUT/jd0.log" && echo yes)"
+wait_for jd1 ".controller.reference.state == \"up\" and .controller.reference.samples > $samples0 + 100" 20
+expect_eq hostile.peer.unaffected "up true" \
+	"$(st jd1 '"\(.controller.reference.state) \(.controller.reference.channel.authenticated)"')"
+rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$PID_jd0/status")
+echo "hostile peer: jd0 RSS $rss0 -> $rss1 kB"
+expect_eq hostile.rss.bounded yes \
+	"$( ((rss1 < rss0 + rss0 / 4 + 1024)) && echo yes || echo "no: $rss0 -> $rss1 kB")"
+
 # ---- calibration: jd0's "auto" MaxRate becomes the measured one, kept across a restart
 ctl jd0 calibrate >"$JV_OUT/calibrate.txt" 2>&1
 expect_eq calibrate.ok 0 $?
