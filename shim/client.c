@@ -121,12 +121,11 @@ static json_t *call(json_t *req, int *fds, int *nfds)
 	}
 	if (!json_is_true(json_object_get(r, "ok"))) {
 		json_t *e = json_object_get(r, "error");
+		const char *code = json_string_value(json_object_get(e, "code")) ?: "?";
 
-		shim_log("justitiad refused %s: %s",
-			 json_string_value(json_object_get(e, "code")) ?: "?",
+		shim_log("justitiad refused %s: %s", code,
 			 json_string_value(json_object_get(e, "message")) ?: "?");
-		snprintf(cl.refused, sizeof(cl.refused), "%s",
-			 json_string_value(json_object_get(e, "code")) ?: "?");
+		snprintf(cl.refused, sizeof(cl.refused), "%s", code);
 		json_decref(r);
 		return NULL;
 	}

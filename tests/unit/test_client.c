@@ -28,6 +28,7 @@ static struct {
 	void (*spoil)(struct jst_shm_global *g, struct jst_shm_client *c);
 	char reg_reply[512];          /* the register_qp reply, or "" for a good one */
 	int reg_delay_ms;             /* before it answers register_qp */
+	int refuse_update;            /* update_qp: permission_denied (tenants policy) */
 	/* what it saw */
 	json_t *last_register;
 	int n_hello;
@@ -84,6 +85,14 @@ static void answer(int fd, json_t *req)
 
 			json_object_update(r, good);
 			json_decref(good);
+		}
+		pthread_mutex_unlock(&fd_.lock);
+	}
+	if (!strcmp(cmd, "update_qp")) {
+		pthread_mutex_lock(&fd_.lock);
+		if (fd_.refuse_update) {
+			json_decref(r);
+			r = proto_reply_error(req, PROTO_E_PERMISSION, "class not allowed");
 		}
 		pthread_mutex_unlock(&fd_.lock);
 	}
@@ -198,6 +207,7 @@ static int teardown(void **state)
 	pthread_mutex_lock(&fd_.lock);
 	fd_.spoil = NULL;
 	fd_.reg_reply[0] = 0;
+	fd_.refuse_update = 0;
 	pthread_mutex_unlock(&fd_.lock);
 	return 0;
 }
@@ -222,6 +232,26 @@ static void good_daemon_manages_the_qp(void **state)
 	assert_string_equal(json_string_value(json_object_get(fd_.last_register, "qp_type")),
 			    "RC");
 	pthread_mutex_unlock(&fd_.lock);
+}
+
+/* A class the daemon refuses (its tenants policy, justitiad.json(5)) is not
+ * taken: justitia_set_qp_class fails with EPERM and the QP keeps the class
+ * the daemon gave it, so it is not left unpaced; an allowed one is taken. */
+static void refused_class_is_not_taken(void **state)
+{
+	create_qp();
+	assert_int_equal(atomic_load(&q->cls), JST_CLASS_LATENCY);
+	pthread_mutex_lock(&fd_.lock);
+	fd_.refuse_update = 1;
+	pthread_mutex_unlock(&fd_.lock);
+	assert_int_equal(shim_client_set_class(q, JST_CLASS_THROUGHPUT), EPERM);
+	assert_int_equal(atomic_load(&q->cls), JST_CLASS_LATENCY);
+	assert_non_null(shim_client_global()); /* still connected */
+	pthread_mutex_lock(&fd_.lock);
+	fd_.refuse_update = 0;
+	pthread_mutex_unlock(&fd_.lock);
+	assert_int_equal(shim_client_set_class(q, JST_CLASS_THROUGHPUT), 0);
+	assert_int_equal(atomic_load(&q->cls), JST_CLASS_THROUGHPUT);
 }
 
 /* A reply that takes longer than a second but less than the protocol's
@@ -349,6 +379,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(good_daemon_manages_the_qp, teardown),
 		cmocka_unit_test_teardown(slow_answer_within_the_budget, teardown),
+		cmocka_unit_test_teardown(refused_class_is_not_taken, teardown),
 		cmocka_unit_test(odd_shared_memory_is_not_used),
 		cmocka_unit_test(odd_registration_reply_is_not_used),
 		cmocka_unit_test(class_hint_follows_the_environment),
