@@ -30,6 +30,7 @@
 #include "order.h"
 #include "pacectl.h"
 #include "split.h"
+#include "splitmsg.h"
 #include "window.h"
 
 #include <dlfcn.h>
@@ -74,8 +75,23 @@ static void *lookup(const char *name, const char *version)
 	return p;
 }
 
+/* fork() waits until no thread of the shim is inside the registry or a
+ * memory registration (whose locks the child could never take again) */
+static void atfork_prepare(void)
+{
+	shim_registry_atfork_prepare();
+	splitmsg_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	splitmsg_atfork_parent();
+	shim_registry_atfork_parent();
+}
+
 static void atfork_child(void)
 {
+	splitmsg_atfork_child();
 	shim_registry_atfork_child();
 	shim_client_atfork_child();
 	shim_pace_atfork_child();
@@ -120,7 +136,7 @@ static void shim_init(void)
 		shim_window_bytes = SHIM_WINDOW_DEFAULT;
 	}
 	shim_client_init();
-	pthread_atfork(shim_registry_atfork_prepare, shim_registry_atfork_parent, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	shim_log("loaded");
 }
 

@@ -6,6 +6,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -163,10 +164,53 @@ static int send_ctl(struct shim_qp *q, const struct wire *w)
 	return q->sctx->post_send(q->split.qp, &wr, &bad);
 }
 
+/* libibverbs registers memory under a lock of its own (its fork-safety
+ * bookkeeping): a fork() while one of the shim's threads is inside
+ * ibv_reg_mr() or ibv_dereg_mr() would leave that lock held in the child,
+ * whose first registration then hangs for ever.  The application cannot
+ * know of the shim's registrations, so the shim keeps fork() out of them
+ * (splitmsg_atfork_prepare()). */
+static pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	struct ibv_mr *mr;
+	int err;
+
+	pthread_mutex_lock(&mr_lock);
+	mr = ibv_reg_mr(pd, addr, len, access);
+	err = errno;
+	pthread_mutex_unlock(&mr_lock);
+	errno = err;
+	return mr;
+}
+
+static void mr_dereg(struct ibv_mr *mr)
+{
+	pthread_mutex_lock(&mr_lock);
+	ibv_dereg_mr(mr);
+	pthread_mutex_unlock(&mr_lock);
+}
+
+void splitmsg_atfork_prepare(void)
+{
+	pthread_mutex_lock(&mr_lock);
+}
+
+void splitmsg_atfork_parent(void)
+{
+	pthread_mutex_unlock(&mr_lock);
+}
+
+void splitmsg_atfork_child(void)
+{
+	pthread_mutex_init(&mr_lock, NULL);
+}
+
 static void rx_free(struct splitmsg_rx *e)
 {
 	for (int i = 0; i < e->nmr; i++)
-		ibv_dereg_mr(e->mr[i]);
+		mr_dereg(e->mr[i]);
 	free(e);
 }
 
@@ -207,7 +251,7 @@ int splitmsg_setup(struct shim_qp *q)
 		m->buf = NULL;
 		return -ENOMEM;
 	}
-	m->mr = ibv_reg_mr(q->qp->pd, m->buf, size, IBV_ACCESS_LOCAL_WRITE);
+	m->mr = mr_reg(q->qp->pd, m->buf, size, IBV_ACCESS_LOCAL_WRITE);
 	if (!m->mr) {
 		int rc = errno ? -errno : -ENOMEM;
 
@@ -229,7 +273,7 @@ void splitmsg_teardown(struct shim_qp *q)
 	rx_drop_all(m);
 	fin_drop_all(m);
 	if (m->mr)
-		ibv_dereg_mr(m->mr);
+		mr_dereg(m->mr);
 	if (m->buf)
 		munmap(m->buf, 2 * SPLITMSG_SLOTS * SPLITMSG_SLOT_SIZE);
 	memset(m, 0, sizeof(*m));
@@ -437,15 +481,14 @@ static int rx_expose(struct shim_qp *q, struct splitmsg_rx *e, const struct wire
 	if (n <= 0)
 		return -E2BIG;
 	for (int i = 0; i < n; i++) {
-		struct ibv_mr *mr = ibv_reg_mr(q->qp->pd, (void *)(uintptr_t)sg[i].addr,
-					       sg[i].length,
-					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		struct ibv_mr *mr = mr_reg(q->qp->pd, (void *)(uintptr_t)sg[i].addr, sg[i].length,
+					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 
 		if (!mr) {
 			int rc = errno ? -errno : -ENOMEM;
 
 			while (e->nmr)
-				ibv_dereg_mr(e->mr[--e->nmr]);
+				mr_dereg(e->mr[--e->nmr]);
 			return rc;
 		}
 		e->mr[e->nmr++] = mr;
@@ -476,7 +519,7 @@ static void on_hdr(struct shim_qp *q, const struct wire *h)
 		shim_log("QP %u: cannot answer the peer's split request", q->qp->qp_num);
 		if (e && e->full_len) {
 			while (e->nmr)
-				ibv_dereg_mr(e->mr[--e->nmr]);
+				mr_dereg(e->mr[--e->nmr]);
 		}
 	}
 }

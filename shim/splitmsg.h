@@ -41,6 +41,12 @@ struct shim_qp;
 struct pend_wr;
 
 /* Set up / tear down the control slots of @q's split QP (q->split.qp). */
+/* fork() waits for the shim's memory registrations in progress (the
+ * pthread_atfork handlers; the child's lock is new). */
+void splitmsg_atfork_prepare(void);
+void splitmsg_atfork_parent(void);
+void splitmsg_atfork_child(void);
+
 int splitmsg_setup(struct shim_qp *q);
 void splitmsg_teardown(struct shim_qp *q);
 /* The split QP reached INIT: post the control receives. */

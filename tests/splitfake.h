@@ -37,11 +37,14 @@ static struct sf_side sf_a, sf_b;
 static int sf_mrs;           /* live registrations */
 static int sf_mr_fail_after = -1; /* fail the registration after this many more */
 static uint32_t sf_next_key = 0x100;
+static void (*sf_mr_hook)(void); /* runs inside every registration */
 
 struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	struct ibv_mr *mr;
 
+	if (sf_mr_hook)
+		sf_mr_hook();
 	if (sf_mr_fail_after == 0) {
 		errno = ENOMEM;
 		return NULL;

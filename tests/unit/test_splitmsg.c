@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <semaphore.h>
 
 #include "../splitfake.h"
 
@@ -247,6 +248,47 @@ static void registration_failure_goes_whole(void **state)
 	assert_int_equal(sf_b.q->split.msg.rx_head->full_len, 0);
 }
 
+/* fork() (its pthread_atfork prepare handler) waits for a registration
+ * another thread of the shim is inside: libibverbs' lock would stay held
+ * in the child, whose first registration would hang (47-robust's fork). */
+static sem_t mr_entered;
+static atomic_int mr_inside;
+
+static void slow_registration(void)
+{
+	atomic_store(&mr_inside, 1);
+	sem_post(&mr_entered);
+	usleep(100000);
+	atomic_store(&mr_inside, 0);
+}
+
+static void *register_once(void *arg)
+{
+	mr_dereg(mr_reg(NULL, arg, 64, IBV_ACCESS_LOCAL_WRITE));
+	return NULL;
+}
+
+static void fork_waits_for_a_registration(void **state)
+{
+	static char buf[64];
+	pthread_t t;
+
+	assert_int_equal(sem_init(&mr_entered, 0, 0), 0);
+	sf_mr_hook = slow_registration;
+	assert_int_equal(pthread_create(&t, NULL, register_once, buf), 0);
+	sem_wait(&mr_entered);
+	splitmsg_atfork_prepare();
+	assert_int_equal(atomic_load(&mr_inside), 0);
+	splitmsg_atfork_parent();
+	pthread_join(t, NULL);
+	sf_mr_hook = NULL;
+	/* the child's lock is free whatever the parent's threads did */
+	splitmsg_atfork_prepare();
+	splitmsg_atfork_child();
+	register_once(buf);
+	sem_destroy(&mr_entered);
+}
+
 /* A receive is granted once: a second HDR for it is answered WHOLE. */
 static void a_receive_is_granted_once(void **state)
 {
@@ -469,6 +511,7 @@ int main(void)
 		T(short_receive_goes_whole),
 		T(scattered_receive_goes_whole),
 		T(registration_failure_goes_whole),
+		T(fork_waits_for_a_registration),
 		T(a_receive_is_granted_once),
 		T(receiver_off_goes_whole),
 		T(split_qp_grants_what_the_app_qp_grants),
