@@ -106,11 +106,16 @@ enum aimd_event aimd_step(struct aimd *a, const struct aimd_config *c,
 		a->stale = false;
 		a->last_fresh_ns = in->now_ns;
 		if (in->current99_ns > c->target99_ns) {
-			if (!a->violating_since_ns)
+			/* unattainable means missed for delta by what is
+			 * measured now: not while the newest samples meet it */
+			if (in->met_now)
+				a->violating_since_ns = 0;
+			else if (!a->violating_since_ns)
 				a->violating_since_ns = in->now_ns;
 			su = max_u64(su / 2, floor);
 			a->action = AIMD_DECREASE;
-			if (!a->unattainable && in->now_ns >= a->violating_since_ns &&
+			if (!a->unattainable && a->violating_since_ns &&
+			    in->now_ns >= a->violating_since_ns &&
 			    in->now_ns - a->violating_since_ns >= c->delta_ns) {
 				a->unattainable = true;
 				ev = AIMD_EV_UNATTAINABLE;
@@ -134,6 +139,8 @@ enum aimd_event aimd_step(struct aimd *a, const struct aimd_config *c,
 		if (!a->stale && ev == AIMD_EV_NONE)
 			ev = AIMD_EV_STALE;
 		a->stale = true;
+		/* a gap in the measurements never counts towards delta */
+		a->violating_since_ns = 0;
 		su = max_u64(su / 2, floor);
 		a->action = AIMD_STALE;
 	} else {

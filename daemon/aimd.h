@@ -71,6 +71,9 @@ struct aimd_input {
 	struct aimd_counts n;
 	bool fresh;                      /* new reference samples since the last step */
 	uint64_t current99_ns;           /* valid when fresh */
+	/* valid when fresh: every sample since the last step met the target
+	 * (an old violation may still hold Current99 above it) */
+	bool met_now;
 };
 
 struct aimd {

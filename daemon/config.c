@@ -369,6 +369,8 @@ static const struct field reference_fields[] = {
 	{ "secret_file", T_PATH, AT(struct config_reference, secret_file), .flags = F_NULL },
 	{ "period_us", T_INT, AT(struct config_reference, period_us), 10, 1000000 },
 	{ "window", T_INT, AT(struct config_reference, window), 100, 1000000 },
+	{ "max_age_ms", T_INT, AT(struct config_reference, max_age_ms), 0, 3600000 },
+	{ "poll_us", T_INT, AT(struct config_reference, poll_us), 0, 100000 },
 	{ "always_on", T_BOOL, AT(struct config_reference, always_on) },
 	{ "loopback_correction", T_BOOL, AT(struct config_reference, loopback_correction) },
 };
@@ -444,7 +446,8 @@ void config_init_defaults(struct config *c)
 			    .max_flows = 4096, .max_flows_per_client = 1024,
 			    .max_request_bytes = 64 * KiB },
 		.reference = { .listen_address = "0.0.0.0", .listen_port = PEER_PORT,
-			       .period_us = 500, .window = 10000 },
+			       .period_us = 500, .window = 10000, .max_age_ms = 1000,
+			       .poll_us = 100 },
 		.controller = { .target99_us = 100, .unattainable_delta_ms = 5000,
 				.stale_ms = 50, .cpu_alpha = 0.5 },
 		.tokens = { .bytes = 1 * MiB },

@@ -93,6 +93,8 @@ struct config_reference {
 	char secret_file[PATH_MAX]; /* "" = none */
 	uint32_t period_us;
 	uint32_t window;
+	uint32_t max_age_ms;        /* 0: the window is RefCount samples only */
+	uint32_t poll_us;           /* poll a probe's CQ this long before waiting */
 	bool always_on;
 	bool loopback_correction;
 };

@@ -107,7 +107,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	uint64_t window = CTRL_ACTIVE_PERIODS * period_ns(c), cur;
 	uint32_t n_lat_all = 0, app = 0;
 	struct tokens_params tp;
-	bool fresh, want;
+	bool fresh, met_now, want;
 	size_t n = 0, total = 0;
 
 	if (window < CTRL_ACTIVE_MIN_NS)
@@ -161,7 +161,14 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	/* the measurement: new samples, or a probe outstanding for longer than
 	 * the target (then the latency is known to exceed it) */
 	fresh = c->win.total != c->last_total;
+	met_now = fresh && quantile_max_newest(&c->win, (uint32_t)(c->win.total - c->last_total)) <=
+				   (uint64_t)cfg->controller.target99_us * 1000;
 	c->last_total = c->win.total;
+	/* samples older than max_age_ms describe another moment: one long
+	 * violation would hold Current99 (and SafeUtil at its floor) for the
+	 * whole RefCount otherwise */
+	if (cfg->reference.max_age_ms && now > (uint64_t)cfg->reference.max_age_ms * 1000000)
+		quantile_expire(&c->win, now - (uint64_t)cfg->reference.max_age_ms * 1000000);
 	c->have99 = quantile_count(&c->win) > 0;
 	if (c->have99) {
 		c->current99_ns = quantile_ppm(&c->win, 990000);
@@ -174,6 +181,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 
 		if (age > (uint64_t)cfg->controller.target99_us * 1000) {
 			fresh = true;
+			met_now = false;
 			cur = age > cur ? age : cur;
 		}
 	}
@@ -197,7 +205,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	};
 	if (control && c->cal.state != CALIB_RUNNING) {
 		struct aimd_input in = { .now_ns = now, .n = c->n, .fresh = fresh,
-					 .current99_ns = cur };
+					 .current99_ns = cur, .met_now = met_now };
 
 		log_event(c, aimd_step(&c->aimd, &c->acfg, &in));
 		c->measured_ns = fresh ? cur : 0;

@@ -163,6 +163,7 @@ void ctrl_status(struct ctrl *c, json_t *o)
 		json_object_set_new(ref, "loopback_ns", jnull_or(rf->last_lb_ns));
 		json_object_set_new(ref, "loopback_correction", json_boolean(rf->lb_up));
 		json_object_set_new(ref, "skipped", jint(rf->skipped));
+		json_object_set_new(ref, "polled", jint(rf->polled));
 		json_object_set_new(ref, "errors", jint(rf->errors));
 		json_object_set_new(ref, "outstanding_ns",
 				    jnull_or(refflow_outstanding_ns(rf, clock_now_ns())));

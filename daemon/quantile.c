@@ -162,6 +162,11 @@ void quantile_reset(struct quantile *q)
 
 void quantile_add(struct quantile *q, uint64_t v)
 {
+	quantile_add_at(q, v, 0);
+}
+
+void quantile_add_at(struct quantile *q, uint64_t v, uint64_t t_ns)
+{
 	struct quantile_node *n;
 	uint32_t slot;
 
@@ -179,11 +184,42 @@ void quantile_add(struct quantile *q, uint64_t v)
 	}
 	n = N(q, slot);
 	n->v = v;
+	n->t = t_ns;
 	n->l = n->r = NIL;
 	n->size = 1;
 	n->h = 1;
 	q->root = ins(q, q->root, slot);
 	q->total++;
+}
+
+uint32_t quantile_expire(struct quantile *q, uint64_t t_ns)
+{
+	uint32_t gone = 0;
+
+	while (q->n && N(q, q->head)->t < t_ns) {
+		q->root = del(q, q->root, q->head);
+		q->head = q->head + 1 == q->cap ? 0 : q->head + 1;
+		q->n--;
+		gone++;
+	}
+	if (!q->n)
+		q->head = 0;
+	return gone;
+}
+
+uint64_t quantile_max_newest(const struct quantile *q, uint32_t k)
+{
+	uint64_t max = 0;
+
+	if (k > q->n)
+		k = q->n;
+	for (uint32_t i = q->n - k; i < q->n; i++) {
+		uint32_t slot = (uint32_t)(((uint64_t)q->head + i) % q->cap);
+
+		if (q->node[slot].v > max)
+			max = q->node[slot].v;
+	}
+	return max;
 }
 
 int quantile_resize(struct quantile *q, uint32_t cap)
@@ -202,7 +238,7 @@ int quantile_resize(struct quantile *q, uint32_t cap)
 	for (uint32_t i = first; i < q->n; i++) {
 		uint32_t slot = (uint32_t)(((uint64_t)q->head + i) % q->cap);
 
-		quantile_add(&nq, q->node[slot].v);
+		quantile_add_at(&nq, q->node[slot].v, q->node[slot].t);
 	}
 	nq.total = q->total;
 	quantile_fini(q);

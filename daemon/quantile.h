@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Exact order statistics over a sliding window: the last @cap samples.
+/* Exact order statistics over a sliding window: the last @cap samples,
+ * optionally also no older than a time (quantile_expire()).
  *
  * An AVL tree with subtree sizes, whose nodes live in one array that is also
  * the ring buffer of insertion order: node i holds ring slot i, so the
@@ -18,6 +19,7 @@
 
 struct quantile_node {
 	uint64_t v;
+	uint64_t t;                  /* when it was taken (quantile_add_at) */
 	uint32_t l, r;
 	uint32_t size;               /* nodes in this subtree */
 	uint8_t h;                   /* height, a leaf is 1 */
@@ -43,6 +45,15 @@ int quantile_resize(struct quantile *q, uint32_t cap);
 
 /* Add a sample; when the window is full the oldest one leaves it. */
 void quantile_add(struct quantile *q, uint64_t v);
+/* The same, taken at @t_ns (any clock, non-decreasing from one call to the
+ * next); quantile_add() takes it at 0. */
+void quantile_add_at(struct quantile *q, uint64_t v, uint64_t t_ns);
+/* Let the samples taken before @t_ns leave the window (the oldest first);
+ * how many left. */
+uint32_t quantile_expire(struct quantile *q, uint64_t t_ns);
+/* The largest of the newest @k samples (all of them when k > n); 0 when
+ * the window is empty or k is 0.  O(k). */
+uint64_t quantile_max_newest(const struct quantile *q, uint32_t k);
 static inline uint32_t quantile_count(const struct quantile *q)
 {
 	return q->n;

@@ -101,6 +101,8 @@ struct refflow {
 	} cur;
 	uint64_t seq, last_t0;
 	uint64_t samples, skipped, errors;
+	uint64_t polled;             /* samples completed while the probe was polled */
+	bool spinning;
 	uint64_t last_ns, last_lb_ns;
 	json_int_t next_handle;
 	struct ref_responder *resp;

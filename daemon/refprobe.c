@@ -22,6 +22,7 @@
 #define BACKOFF_MAX_MS 30000
 
 static void probe_now(struct refflow *rf, uint64_t now);
+static void poll_ep(struct refflow *rf, struct rdma_ep *ep, uint64_t now);
 
 void refprobe_stop(struct refflow *rf)
 {
@@ -75,6 +76,27 @@ void refprobe_opened(struct refflow *rf, struct ref_session *s, int err, const c
 	refprobe_schedule(rf, clock_now_ns());
 }
 
+/* Poll the probe's CQs for up to reference.poll_us after posting it, as a
+ * busy-polling latency flow would: its completion is then timed when the
+ * NIC delivers it, not when the event loop wakes up for its event (on a
+ * loaded host, a scheduler tick later).  A probe that takes longer is left
+ * to the completion channel.  Not nested: a probe posted from within
+ * (sample_done() -> refprobe_schedule()) is polled by this loop. */
+static void spin(struct refflow *rf)
+{
+	uint64_t budget = (uint64_t)rf->cfg->reference.poll_us * 1000, start;
+
+	if (!budget || rf->spinning)
+		return;
+	rf->spinning = true;
+	start = clock_now_ns();
+	while (rf->cur.active && rf->state == REF_UP && clock_now_ns() - start < budget) {
+		poll_ep(rf, &rf->s.ep, 0);
+		poll_ep(rf, &rf->lb_src, 0);
+	}
+	rf->spinning = false;
+}
+
 /* Post one probe (and its loopback twin) now. */
 static void probe_now(struct refflow *rf, uint64_t now)
 {
@@ -95,8 +117,11 @@ static void probe_now(struct refflow *rf, uint64_t now)
 	rf->cur.t0 = clock_now_ns();
 	rf->last_t0 = rf->cur.t0;
 	rc = rdma_post_write(&rf->s.ep, &rf->s.remote, WR_REF << 56 | seq, REF_MSG_BYTES);
-	if (rc)
+	if (rc) {
 		refprobe_fail(rf, "post: %s", strerror(-rc));
+		return;
+	}
+	spin(rf);
 }
 
 /* The next probe goes one RefPeriod after the previous one was posted, or
@@ -134,8 +159,9 @@ static void sample_done(struct refflow *rf, uint64_t now)
 
 	if (rf->lb_up && rf->cur.lb_done)
 		v = v > rf->cur.lb_ns ? v - rf->cur.lb_ns : 0;
-	quantile_add(rf->win, v);
+	quantile_add_at(rf->win, v, now);
 	rf->samples++;
+	rf->polled += rf->spinning;
 	rf->last_ns = rf->cur.ref_ns;
 	rf->last_lb_ns = rf->cur.lb_done ? rf->cur.lb_ns : 0;
 	rf->cur.active = false;
@@ -180,14 +206,19 @@ static void handle_wc(struct refflow *rf, struct rdma_ep *ep, const struct ibv_w
 		sample_done(rf, now);
 }
 
+/* @now: when the completions were seen (0: read the clock after each
+ * poll that found some) */
 static void poll_ep(struct refflow *rf, struct rdma_ep *ep, uint64_t now)
 {
 	struct ibv_wc wc[16];
 	int n;
 
-	while (ep->cq && (n = ibv_poll_cq(ep->cq, 16, wc)) > 0)
+	while (ep->cq && (n = ibv_poll_cq(ep->cq, 16, wc)) > 0) {
+		uint64_t t = now ? now : clock_now_ns();
+
 		for (int i = 0; i < n && ep->cq; i++)
-			handle_wc(rf, ep, &wc[i], now);
+			handle_wc(rf, ep, &wc[i], t);
+	}
 }
 
 /* The completion channel: acknowledge, re-arm, then poll every endpoint

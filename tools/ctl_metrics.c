@@ -227,6 +227,8 @@ void ctl_metrics_write(const json_t *st, const json_t *flows, bool with_flows, F
 	}
 	one(out, st, "controller.reference.samples", "justitia_reference_samples_total", "counter",
 	    "Reference latency samples taken.", 1);
+	one(out, st, "controller.reference.polled", "justitia_reference_polled_total", "counter",
+	    "Reference samples whose completion was polled for right after the post.", 1);
 	one(out, st, "controller.reference.skipped", "justitia_reference_skipped_total", "counter",
 	    "Periods without a probe: the previous one was still outstanding (lost or late).", 1);
 	one(out, st, "controller.reference.errors", "justitia_reference_errors_total", "counter",

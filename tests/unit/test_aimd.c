@@ -274,6 +274,34 @@ static void unattainable_keep(void **state)
 	assert_false(s.a.unattainable);
 }
 
+/* Current99 above the target only because of old samples (the newest all
+ * meet it): still a decrease, but never "unattainable" however long. */
+static void old_violation_is_not_unattainable(void **state)
+{
+	struct aimd_config c = cfg();
+	uint64_t need = c.delta_ns / c.period_ns, i;
+	struct sim s;
+
+	sim_init(&s, &c);
+	sim_step(&s, 1, 1, 0, 1 * MS); /* a real violation starts the timer */
+	for (i = 0; i <= need + 10; i++) {
+		struct aimd_input in = { .now_ns = s.now, .n = { 1, 1, 0 }, .fresh = true,
+					 .current99_ns = 1 * MS, .met_now = true };
+
+		s.ev = aimd_step(&s.a, &s.c, &in);
+		s.now += c.period_ns;
+		assert_int_equal(s.a.action, AIMD_DECREASE);
+		assert_int_equal(s.ev, AIMD_EV_NONE);
+	}
+	assert_false(s.a.unattainable);
+	/* new samples miss it again: delta counts from now */
+	for (i = 0; i < need; i++)
+		sim_step(&s, 1, 1, 0, 1 * MS);
+	assert_false(s.a.unattainable);
+	sim_step(&s, 1, 1, 0, 1 * MS);
+	assert_true(s.a.unattainable);
+}
+
 /* No samples: hold, then halve to the floor after stale_ns; samples back:
  * normal control again.  Stale periods do not start the delta timer. */
 static void missing_measurements(void **state)
@@ -300,6 +328,15 @@ static void missing_measurements(void **state)
 		assert_int_equal(sim_step(&s, 3, 1, 0, 0), 2500000000ull);
 	assert_int_equal(s.a.mode, AIMD_NORMAL); /* gaps never mean "unattainable" */
 	assert_false(s.a.unattainable);
+	/* nor does a violation after the gap: the gap does not count */
+	sim_step(&s, 3, 1, 0, 1 * MS);
+	assert_int_equal(s.a.action, AIMD_DECREASE);
+	assert_int_equal(s.ev, AIMD_EV_FRESH);
+	assert_false(s.a.unattainable);
+	assert_int_equal(s.a.mode, AIMD_NORMAL);
+	for (i = 0; i < stale_periods; i++)
+		sim_step(&s, 3, 1, 0, 0);
+	assert_true(s.a.stale);
 	/* a sample meeting the target: increase again */
 	assert_true(sim_step(&s, 3, 1, 0, 10 * US) > 2500000000ull);
 	assert_int_equal(s.ev, AIMD_EV_FRESH);
@@ -368,6 +405,7 @@ int main(void)
 		cmocka_unit_test(configured_step),
 		cmocka_unit_test(unattainable_ignore),
 		cmocka_unit_test(unattainable_keep),
+		cmocka_unit_test(old_violation_is_not_unattainable),
 		cmocka_unit_test(missing_measurements),
 		cmocka_unit_test(counting),
 	};

@@ -96,6 +96,15 @@ static const struct jst_shm_global *global(void)
  * the real clock (registrations step with the real one). */
 static uint64_t sim_now;
 
+/* A reference sample taken now (the later of the two clocks the test's
+ * steps use: samples older than reference.max_age_ms leave the window). */
+static void sample(uint64_t v)
+{
+	uint64_t t = daemon_now_ns();
+
+	quantile_add_at(&c.win, v, sim_now > t ? sim_now : t);
+}
+
 static uint64_t periods(uint64_t now, int n)
 {
 	if (sim_now < daemon_now_ns())
@@ -190,7 +199,7 @@ static void flows_and_rates(void **state)
 		atomic_fetch_add(&s->chunks, 1);
 		usleep(30000); /* 6 x 30 ms outlast the 100 ms window */
 		for (int k = 0; k < CTRL_POLL_PERIODS; k++) {
-			quantile_add(&c.win, 10000); /* on target, not stale */
+			sample(10000); /* on target, not stale */
 			ctrl_step(&c, daemon_now_ns());
 		}
 		assert_true(b2->active);
@@ -199,7 +208,7 @@ static void flows_and_rates(void **state)
 
 	/* a window above the target halves SafeUtil, never below the floor */
 	for (int i = 0; i < 100; i++)
-		quantile_add(&c.win, 500000);
+		sample(500000);
 	now = periods(now, 1);
 	assert_int_equal(c.aimd.action, AIMD_DECREASE);
 	assert_int_equal(c.aimd.safe_util_bps, MAXRATE * 2 / 3); /* max(max/2, 2/3 max) */
@@ -225,12 +234,28 @@ static void flows_and_rates(void **state)
 	 * MaxRate within 100 ms of periods */
 	quantile_reset(&c.win);
 	for (int i = 0; i < 200 && c.aimd.safe_util_bps < MAXRATE; i++) {
-		quantile_add(&c.win, 10000);
+		sample(10000);
 		post(b1, 1);
 		post(b2, 1);
 		now = periods(now, 1);
 	}
 	assert_int_equal(c.aimd.safe_util_bps, MAXRATE);
+
+	/* a violation leaves the window after reference.max_age_ms (1 s),
+	 * though the window holds 10000 samples: 100 of 2200 would be its
+	 * p99 for as long as they stayed */
+	quantile_reset(&c.win);
+	for (int i = 0; i < 100; i++)
+		sample(500000);
+	now = periods(now, 1);
+	assert_int_equal(c.current99_ns, 500000);
+	for (int i = 0; i < 2100; i++) {
+		sample(10000);
+		post(b1, 1);
+		now = periods(now, 1);
+	}
+	assert_int_equal(c.current99_ns, 10000);
+	assert_int_equal(quantile_count(&c.win), 2000);
 }
 
 static void status_object(void **state)

@@ -285,6 +285,57 @@ static void height_stays_logarithmic(void **state)
 	quantile_fini(&q);
 }
 
+/* Samples leave by age, oldest first, whatever their values; the tree
+ * stays consistent; a resize keeps their times. */
+static void expire_by_age(void **state)
+{
+	struct quantile q;
+	int h;
+
+	assert_int_equal(quantile_init(&q, 1000), 0);
+	/* a violation (100 samples of 10 ms) then 900 on target, 1 per ms */
+	for (uint64_t t = 1; t <= 1000; t++)
+		quantile_add_at(&q, t <= 100 ? 10000000 : 50000 + t, t * 1000000);
+	assert_int_equal(quantile_ppm(&q, 990000), 10000000);
+	assert_int_equal(quantile_expire(&q, 1000000), 0); /* t=1 ms is not before 1 ms */
+	assert_int_equal(quantile_expire(&q, 100000001), 100);
+	assert_int_equal(quantile_count(&q), 900);
+	assert_int_equal(check_tree(&q, q.root, &h), 900);
+	assert_int_equal(quantile_ppm(&q, 990000), 50000 + 100 + 891); /* rank 891 of 900 */
+	assert_int_equal(quantile_rank(&q, 1), 50101);
+	/* new samples go where the old left */
+	for (uint64_t t = 1001; t <= 1100; t++)
+		quantile_add_at(&q, 7, t * 1000000);
+	assert_int_equal(quantile_count(&q), 1000);
+	assert_int_equal(quantile_rank(&q, 100), 7);
+	assert_int_equal(quantile_resize(&q, 500), 0);
+	assert_int_equal(quantile_expire(&q, 1050000001), 450);
+	assert_int_equal(quantile_count(&q), 50);
+	assert_int_equal(quantile_rank(&q, 50), 7);
+	assert_int_equal(quantile_expire(&q, UINT64_MAX), 50);
+	assert_int_equal(quantile_count(&q), 0);
+	assert_int_equal(q.root, NIL);
+	quantile_add_at(&q, 3, 1);
+	assert_int_equal(quantile_ppm(&q, 990000), 3);
+	quantile_fini(&q);
+}
+
+/* The largest of the newest k, across the ring's wrap. */
+static void max_of_newest(void **state)
+{
+	struct quantile q;
+
+	assert_int_equal(quantile_init(&q, 8), 0);
+	assert_int_equal(quantile_max_newest(&q, 3), 0);
+	for (uint64_t v = 1; v <= 11; v++) /* the ring wraps: 4..11 stay */
+		quantile_add(&q, v == 9 ? 100 : v);
+	assert_int_equal(quantile_max_newest(&q, 0), 0);
+	assert_int_equal(quantile_max_newest(&q, 2), 11);
+	assert_int_equal(quantile_max_newest(&q, 3), 100);
+	assert_int_equal(quantile_max_newest(&q, 50), 100);
+	quantile_fini(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +346,8 @@ int main(void)
 		cmocka_unit_test(window_forgets),
 		cmocka_unit_test(resize_keeps_newest),
 		cmocka_unit_test(height_stays_logarithmic),
+		cmocka_unit_test(expire_by_age),
+		cmocka_unit_test(max_of_newest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,7 @@ mkdir -p "$JV_OUT"
 head -c 32 /dev/urandom | base64 >"$JV_OUT/secret"
 chmod 600 "$JV_OUT/secret"
 
-conf() { # NAME DEVICE LISTEN PEER MAX_RATE LOOPBACK_CORRECTION
+conf() { # NAME DEVICE LISTEN PEER MAX_RATE LOOPBACK_CORRECTION POLL_US
 	cat >"$JV_OUT/$1.json" <<EOF
 {
   "runtime_dir": "/run/$1",
@@ -37,6 +37,7 @@ conf() { # NAME DEVICE LISTEN PEER MAX_RATE LOOPBACK_CORRECTION
     "secret_file": "$JV_OUT/secret",
     "always_on": true,
     "loopback_correction": $6,
+    "poll_us": $7,
     "window": 400
   },
   "controller": { "target99_us": 1000000, "stale_ms": 200 }
@@ -76,8 +77,8 @@ wait_for() {
 	return 1
 }
 
-conf jd0 "$RXE_DEV0" "$RXE_IP0" "$RXE_IP1" '"auto"' true
-conf jd1 "$RXE_DEV1" "$RXE_IP1" "$RXE_IP0" "\"${MAXRATE}bit\"" false
+conf jd0 "$RXE_DEV0" "$RXE_IP0" "$RXE_IP1" '"auto"' true 2000
+conf jd1 "$RXE_DEV1" "$RXE_IP1" "$RXE_IP0" "\"${MAXRATE}bit\"" false 0
 start_daemon jd0 && start_daemon jd1 || exit 1
 
 # ---- the reference flows come up, authenticated, and measure
@@ -91,6 +92,11 @@ expect_eq jd1.reference.peer "$RXE_IP0:7471" "$(st jd1 .controller.reference.pee
 # jd0 subtracts a loopback probe on rxe0 from every sample (RPerf-style)
 expect_eq jd0.loopback.correction "true true" \
 	"$(st jd0 '"\(.controller.reference.loopback_correction) \(.controller.reference.loopback_ns > 0)"')"
+# jd0 polls each probe's CQ after posting it (up to 2 ms), jd1 never does
+expect_eq jd0.reference.polled yes \
+	"$(st jd0 'if .controller.reference.polled > 0 then "yes" else "no: \(.controller.reference.polled) of \(.controller.reference.samples)" end')"
+echo "  jd0: $(st jd0 '"\(.controller.reference.polled) of \(.controller.reference.samples)"') samples polled"
+expect_eq jd1.reference.polled 0 "$(st jd1 .controller.reference.polled)"
 expect_eq jd1.responder.serves.jd0 1 "$(st jd1 .controller.reference.responders)"
 expect_eq jd1.max_rate.config "$MAXRATE config" \
 	"$(st jd1 '"\(.controller.max_rate_bps) \(.controller.max_rate_source)"')"
