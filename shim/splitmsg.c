@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Two-sided split messages (see splitmsg.h).  Everything here runs with the
  * QP's lock held; the data chunks themselves are posted by splitjob.c.
- * Splitter layer; may call: the per-QP state (registry, sge), log. */
+ * Splitter layer; may call: the per-QP state (registry, sge), log, the
+ * host's verbs (vops). */
 #include "splitmsg.h"
 
 #include <endian.h>
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "registry.h"
 #include "sge.h"
+#include "vops.h"
 
 #define WIRE_MAGIC 0x4a53504cu /* "JSPL" */
 #define WIRE_VERSION 1
@@ -166,7 +168,7 @@ static int send_ctl(struct shim_qp *q, const struct wire *w)
 static void rx_free(struct splitmsg_rx *e)
 {
 	for (int i = 0; i < e->nmr; i++)
-		ibv_dereg_mr(e->mr[i]);
+		shim_vops()->dereg_mr(e->mr[i]);
 	free(e);
 }
 
@@ -207,7 +209,7 @@ int splitmsg_setup(struct shim_qp *q)
 		m->buf = NULL;
 		return -ENOMEM;
 	}
-	m->mr = ibv_reg_mr(q->qp->pd, m->buf, size, IBV_ACCESS_LOCAL_WRITE);
+	m->mr = shim_vops()->reg_mr(q->qp->pd, m->buf, size, IBV_ACCESS_LOCAL_WRITE);
 	if (!m->mr) {
 		int rc = errno ? -errno : -ENOMEM;
 
@@ -229,7 +231,7 @@ void splitmsg_teardown(struct shim_qp *q)
 	rx_drop_all(m);
 	fin_drop_all(m);
 	if (m->mr)
-		ibv_dereg_mr(m->mr);
+		shim_vops()->dereg_mr(m->mr);
 	if (m->buf)
 		munmap(m->buf, 2 * SPLITMSG_SLOTS * SPLITMSG_SLOT_SIZE);
 	memset(m, 0, sizeof(*m));
@@ -437,7 +439,7 @@ static int rx_expose(struct shim_qp *q, struct splitmsg_rx *e, const struct wire
 	if (n <= 0)
 		return -E2BIG;
 	for (int i = 0; i < n; i++) {
-		struct ibv_mr *mr = ibv_reg_mr(q->qp->pd, (void *)(uintptr_t)sg[i].addr,
+		struct ibv_mr *mr = shim_vops()->reg_mr(q->qp->pd, (void *)(uintptr_t)sg[i].addr,
 					       sg[i].length,
 					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 
@@ -445,7 +447,7 @@ static int rx_expose(struct shim_qp *q, struct splitmsg_rx *e, const struct wire
 			int rc = errno ? -errno : -ENOMEM;
 
 			while (e->nmr)
-				ibv_dereg_mr(e->mr[--e->nmr]);
+				shim_vops()->dereg_mr(e->mr[--e->nmr]);
 			return rc;
 		}
 		e->mr[e->nmr++] = mr;
@@ -476,7 +478,7 @@ static void on_hdr(struct shim_qp *q, const struct wire *h)
 		shim_log("QP %u: cannot answer the peer's split request", q->qp->qp_num);
 		if (e && e->full_len) {
 			while (e->nmr)
-				ibv_dereg_mr(e->mr[--e->nmr]);
+				shim_vops()->dereg_mr(e->mr[--e->nmr]);
 		}
 	}
 }
