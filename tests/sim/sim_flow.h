@@ -10,8 +10,9 @@
  *   SIM_FLOW_TPUT  batches: batch messages of msg_bytes posted together, the
  *                  next batch when the whole batch completed
  *
- * MODEL-SIDE STAND-IN FOR THE SHIM (until the shim's clock can be swapped,
- * docs/rnic-model.md): a managed bandwidth flow's messages are split into
+ * With Justitia the flows post through the real shim (sim_shim.h, f->shim).
+ * Above SIM_SHIM_MAX_FLOWS flows (sim_run.h), a MODEL-SIDE STAND-IN FOR THE
+ * SHIM (docs/rnic-model.md) instead: a managed bandwidth flow's messages are split into
  * the daemon's chunk size - all chunks but the last on a second "split" QP,
  * at most split_window in flight, the last on the application's QP once the
  * others completed - and every chunk (every message of a managed throughput
