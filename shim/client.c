@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "vclock.h"
 #include "log.h"
 #include "proto.h"
 #include "segment.h"
@@ -103,7 +103,7 @@ static void disconnect(int failed)
 		cl.backoff_ns = cl.backoff_ns ? cl.backoff_ns * 2 : BACKOFF_MIN_NS;
 		if (cl.backoff_ns > BACKOFF_MAX_NS)
 			cl.backoff_ns = BACKOFF_MAX_NS;
-		cl.retry_at_ns = clock_now_ns() + cl.backoff_ns;
+		cl.retry_at_ns = shim_now_ns() + cl.backoff_ns;
 	}
 }
 
@@ -198,7 +198,7 @@ static int ensure_connected(void)
 		return 0;
 	if (cl.fd >= 0)
 		disconnect(0); /* inherited across fork: not ours */
-	if (clock_now_ns() < cl.retry_at_ns)
+	if (shim_now_ns() < cl.retry_at_ns)
 		return -EAGAIN;
 	fd = proto_connect(NULL, CONNECT_TIMEOUT_MS);
 	if (fd < 0) {
@@ -209,7 +209,7 @@ static int ensure_connected(void)
 		 * daemon started after the application takes over within
 		 * UNREACHABLE_RETRY_NS (a daemon that answers badly backs
 		 * off, 1 s doubling to 30 s) */
-		cl.retry_at_ns = clock_now_ns() + UNREACHABLE_RETRY_NS;
+		cl.retry_at_ns = shim_now_ns() + UNREACHABLE_RETRY_NS;
 		return fd;
 	}
 	cl.fd = fd;
@@ -325,6 +325,15 @@ static int register_locked(struct shim_qp *q)
 	return 0;
 }
 
+void shim_client_attach(struct jst_shm_global *g)
+{
+	pthread_mutex_lock(&cl.lock);
+	atomic_store(&cl.global, g);
+	cl.need_fail_open = 0;
+	cl.retry_at_ns = UINT64_MAX; /* never the socket */
+	pthread_mutex_unlock(&cl.lock);
+}
+
 const struct jst_shm_global *shim_client_global(void)
 {
 	return atomic_load_explicit(&cl.global, memory_order_acquire);
@@ -342,7 +351,7 @@ static int daemon_gone(void)
 	if (poll(&pfd, 1, 0) > 0)
 		return 1;
 	return atomic_load_explicit(&g->heartbeat_ns, memory_order_relaxed) + JST_HEARTBEAT_STALE_NS <
-	       clock_now_ns();
+	       shim_now_ns();
 }
 
 void shim_client_poll(void)

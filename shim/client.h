@@ -40,6 +40,10 @@ void shim_client_qp_created(struct shim_qp *q, struct ibv_qp *qp);
 void shim_client_qp_modified(struct shim_qp *q, const struct ibv_qp_attr *attr, int mask);
 /* The QP is about to be destroyed: unregister it. */
 void shim_client_qp_destroyed(struct shim_qp *q);
+/* Use @g as the daemon's global segment, without a socket: the shim never
+ * connects to justitiad from now on (justsim, tests; shim_attach_flow(),
+ * attach.h, then gives QPs their slots).  Before the first QP. */
+void shim_client_attach(struct jst_shm_global *g);
 /* The daemon's global segment (read-only), or NULL when not connected. */
 const struct jst_shm_global *shim_client_global(void);
 /* From the progress thread, every few ms: notice a dead daemon (then fail

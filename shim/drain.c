@@ -12,12 +12,13 @@
 
 #include "backlogs.h"
 #include "bucket.h"
-#include "clock.h"
+#include "vclock.h"
 #include "inject.h"
 #include "log.h"
 #include "order.h"
 #include "splitjob.h"
 #include "splitmsg.h"
+#include "vops.h"
 #include "wrpost.h"
 
 /* A backlogged WR the provider refused (QP in error, ...): the application
@@ -61,7 +62,7 @@ static void fail_split(struct shim_qp *q, struct pend_wr *p)
 	 * or jst_modify_qp -> shim_pace_update would take q->lock again */
 	shim_sq_lost(&q->sq);
 	shim_busy = 1;
-	ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+	shim_vops()->modify_qp(q->qp, &a, IBV_QP_STATE);
 	shim_busy = saved;
 	/* after the error state: its completion comes behind the flushes of
 	 * the WRs posted before it (inject.h) */
@@ -87,7 +88,7 @@ static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
 {
 	/* (the clock again: @now was read before the drain's posts, and a
 	 * software NIC's post does its packet work in the call) */
-	q->tw_start = clock_now_ns();
+	q->tw_start = shim_now_ns();
 	q->tw_due = now + wait;
 	return now + wait;
 }

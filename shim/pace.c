@@ -14,7 +14,7 @@
 
 #include "backlogs.h"
 #include "bucket.h"
-#include "clock.h"
+#include "vclock.h"
 #include "drain.h"
 #include "order.h"
 #include "splitjob.h"
@@ -26,7 +26,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
 	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
-	uint64_t now = clock_now_ns();
+	uint64_t now = shim_now_ns();
 	struct ibv_send_wr *first;
 	int rc = 0;
 
@@ -125,18 +125,19 @@ int shim_pace_post_wr_api(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_
 
 int shim_pace_when_idle(struct shim_qp *q, int (*fn)(void *), void *arg)
 {
-	uint64_t nap = 20000, start = clock_now_ns();
+	uint64_t nap = 20000, start = shim_now_ns();
 	int rc;
 
 	pthread_mutex_lock(&q->lock);
 	while (q->bl_head) {
-		uint64_t now = clock_now_ns(), due, left;
+		uint64_t now = shim_now_ns(), due, left;
 		struct timespec ts = { 0, 0 };
 
 		due = drain_service_locked(q, now);
 		if (!q->bl_head)
 			break;
-		if (now - start >= SHIM_IDLE_WAIT_NS) {
+		/* (a virtual clock does not move while we sleep) */
+		if (now - start >= SHIM_IDLE_WAIT_NS || shim_vclock_virtual()) {
 			pthread_mutex_unlock(&q->lock);
 			return ENOMEM; /* as a full send queue: nothing posted */
 		}
@@ -160,7 +161,7 @@ void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
 	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
 	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
 	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
-	uint64_t now = clock_now_ns(), cost, v, nv, floor;
+	uint64_t now = shim_now_ns(), cost, v, nv, floor;
 
 	if (!slot || !st || atomic_load_explicit(&q->direct, memory_order_relaxed) || !wrs)
 		return;
@@ -182,7 +183,7 @@ int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc)
 	order_barrier_back(q);
 	/* what waited for it goes now, from this poll */
 	if (q->busy)
-		drain_service_locked(q, clock_now_ns());
+		drain_service_locked(q, shim_now_ns());
 	pthread_mutex_unlock(&q->lock);
 	return 1;
 }
@@ -195,7 +196,7 @@ int shim_pace_window_done(struct shim_qp *q, struct ibv_wc *wc)
 	hide = shim_window_complete(&q->win, wc);
 	/* what waited for it goes now, from this poll */
 	if (q->busy)
-		drain_service_locked(q, clock_now_ns());
+		drain_service_locked(q, shim_now_ns());
 	pthread_mutex_unlock(&q->lock);
 	return hide;
 }

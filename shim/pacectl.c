@@ -21,11 +21,12 @@
 #include <unistd.h>
 
 #include "backlogs.h"
-#include "clock.h"
+#include "vclock.h"
 #include "client.h"
 #include "drain.h"
 #include "log.h"
 #include "slot.h"
+#include "vops.h"
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
 #define EV_WAKE 1                    /* epoll tags; anything larger is a QP */
@@ -36,6 +37,8 @@ static struct {
 	int efd, tfd, ep;
 	pthread_t th;
 	_Atomic pid_t started;           /* pid once its thread runs */
+	int external;                    /* shim_pace_set_external(): no thread */
+	uint64_t next_tick;              /* the tick's work is due then */
 } pg = { .efd = -1, .tfd = -1, .ep = -1 };
 
 /* JUSTITIA_STATS "pacer" (stats.h) */
@@ -56,7 +59,7 @@ static int daemon_alive(const struct jst_flow_ctl *slot)
 	/* the same age as client.c's: between 1 and 2 s of a busy daemon's
 	 * silence the QPs went direct (unpaced) while the client still
 	 * called it alive */
-	return hb + JST_HEARTBEAT_STALE_NS > clock_now_ns();
+	return hb + JST_HEARTBEAT_STALE_NS > shim_now_ns();
 }
 
 /* @q's slot if the daemon manages it as a flow the shim may hold back: an
@@ -135,7 +138,8 @@ static void arm(uint64_t at)
 	timerfd_settime(pg.tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-/* Completions of split chunks: the thread sleeps on the channel's fd. */
+/* Completions of split chunks: the thread sleeps on the channel's fd
+ * (external progress: the caller saw them on the CQ). */
 static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 {
 	struct shim_split *sp = &q->split;
@@ -143,12 +147,13 @@ static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 	void *ctx;
 
 	pthread_mutex_lock(&q->lock);
-	if (!sp->ch) {
+	/* (external progress: no channel, the CQ is polled) */
+	if (pg.external ? !sp->cq : !sp->ch) {
 		pthread_mutex_unlock(&q->lock);
 		return;
 	}
-	while (ibv_get_cq_event(sp->ch, &cq, &ctx) == 0) {
-		ibv_ack_cq_events(cq, 1);
+	while (sp->ch && shim_vops()->get_cq_event(sp->ch, &cq, &ctx) == 0) {
+		shim_vops()->ack_cq_events(cq, 1);
 		sp->armed = false; /* re-armed when needed (drain_service_locked) */
 	}
 	{
@@ -160,17 +165,62 @@ static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* One wake-up's work at @now, after the split QPs in @evq (@nev of them)
+ * had completion events: the tick's work when due, reap and drain every QP
+ * with a backlog.  Returns when to come back. */
+static uint64_t progress_round(uint64_t now, struct shim_qp *const *evq, int nev)
+{
+	struct shim_qp *list[64];
+	uint64_t next;
+	size_t n;
+
+	if (now >= pg.next_tick) {
+		shim_client_poll();
+		shim_registry_foreach(reevaluate);
+		report_verdicts();
+		pg.next_tick = now + TICK_NS;
+	}
+	next = pg.next_tick;
+	for (int i = 0; i < nev; i++)
+		split_events(evq[i], now, &next);
+	/* take the busy QPs a handful at a time; each under its lock */
+	n = backlogs_list(list, 64, NULL, 0);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t due;
+		int busy;
+
+		pthread_mutex_lock(&list[i]->lock);
+		due = list[i]->busy ? drain_service_locked(list[i], now) : 0;
+		busy = list[i]->busy;
+		atomic_fetch_add_explicit(&n_thread_drains, 1, memory_order_relaxed);
+		pthread_mutex_unlock(&list[i]->lock);
+		if (busy && !pg.external && shim_app_polling(list[i], now)) {
+			/* the application's polls post what is due and reap
+			 * the chunks: look again only in case it stopped
+			 * polling, a little after the next token is due (not
+			 * every APP_POLL_NS: a 1 MiB token at tens of MB/s is
+			 * due every few tens of ms), or after APP_POLL_NS when
+			 * it waits for completions.  (Under external progress
+			 * the caller stands for a busy-polling application
+			 * too: it comes back when the token is due.) */
+			due = (due > now ? due : now) + APP_POLL_NS;
+		}
+		if (due && due < next)
+			next = due;
+	}
+	if (n == 64)
+		next = now; /* more waiting: come straight back */
+	return next;
+}
+
 static void *progress_main(void *arg)
 {
-	uint64_t next_tick = 0;
-
 	shim_busy = 1; /* this thread's verbs calls are the shim's own */
 	for (;;) {
 		struct epoll_event ev[16];
-		uint64_t now, next, buf;
-		struct shim_qp *list[64];
-		size_t n = 0;
-		int nev;
+		struct shim_qp *evq[16];
+		uint64_t buf;
+		int nev, m = 0;
 
 		nev = epoll_wait(pg.ep, ev, 16, -1);
 		if (nev < 0 && errno != EINTR)
@@ -182,46 +232,30 @@ static void *progress_main(void *arg)
 		if (read(pg.tfd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
 			/* not expired yet */
 		}
-		now = clock_now_ns();
-		if (now >= next_tick) {
-			shim_client_poll();
-			shim_registry_foreach(reevaluate);
-			report_verdicts();
-			next_tick = now + TICK_NS;
-		}
-		next = next_tick;
 		for (int i = 0; i < nev; i++)
 			if (ev[i].data.u64 > EV_TIMER)
-				split_events((struct shim_qp *)(uintptr_t)ev[i].data.u64, now, &next);
-		/* take the busy QPs a handful at a time; each under its lock */
-		n = backlogs_list(list, 64, NULL, 0);
-		for (size_t i = 0; i < n; i++) {
-			uint64_t due;
-			int busy;
-
-			pthread_mutex_lock(&list[i]->lock);
-			due = list[i]->busy ? drain_service_locked(list[i], now) : 0;
-			busy = list[i]->busy;
-			atomic_fetch_add_explicit(&n_thread_drains, 1, memory_order_relaxed);
-			pthread_mutex_unlock(&list[i]->lock);
-			if (busy && shim_app_polling(list[i], now)) {
-				/* the application's polls post what is due and
-				 * reap the chunks: look again only in case it
-				 * stopped polling, a little after the next
-				 * token is due (not every APP_POLL_NS: a 1 MiB
-				 * token at tens of MB/s is due every few tens
-				 * of ms), or after APP_POLL_NS when it waits
-				 * for completions */
-				due = (due > now ? due : now) + APP_POLL_NS;
-			}
-			if (due && due < next)
-				next = due;
-		}
-		if (n == 64)
-			next = now; /* more waiting: come straight back */
-		arm(next);
+				evq[m++] = (struct shim_qp *)(uintptr_t)ev[i].data.u64;
+		arm(progress_round(shim_now_ns(), evq, m));
 	}
 	return NULL;
+}
+
+void shim_pace_set_external(void)
+{
+	pg.external = 1;
+}
+
+uint64_t shim_pace_step(uint64_t now, struct ibv_cq *split_cq)
+{
+	struct shim_qp *q = split_cq ? split_cq->cq_context : NULL;
+	int saved = shim_busy;
+	uint64_t next;
+
+	shim_busy = 1; /* (as the thread's) */
+	atomic_fetch_add_explicit(&n_wakeups, 1, memory_order_relaxed);
+	next = progress_round(now, &q, q != NULL);
+	shim_busy = saved;
+	return next;
 }
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -234,7 +268,7 @@ static int progress_start(void)
 {
 	int rc;
 
-	if (atomic_load_explicit(&pg.started, memory_order_acquire) == getpid())
+	if (pg.external || atomic_load_explicit(&pg.started, memory_order_acquire) == getpid())
 		return 0;
 	pthread_mutex_lock(&start_lock);
 	rc = progress_start_locked();
@@ -277,7 +311,7 @@ static int progress_start_locked(void)
 	pthread_setname_np(pg.th, "justitia-pace");
 	pthread_detach(pg.th);
 	pg.pid = getpid();
-	arm(clock_now_ns() + TICK_NS);
+	arm(shim_now_ns() + TICK_NS);
 	atomic_store_explicit(&pg.started, pg.pid, memory_order_release);
 	return 0;
 out_close:
@@ -302,7 +336,7 @@ int shim_pace_progress(struct ibv_cq *cq)
 
 	if (!n)
 		return 0;
-	now = clock_now_ns();
+	now = shim_now_ns();
 	for (size_t i = 0; i < n; i++) {
 		atomic_store_explicit(&list[i]->app_poll_ns, now, memory_order_relaxed);
 		/* never wait for a lock in the application's poll */
@@ -322,6 +356,8 @@ int shim_pace_watch(struct shim_qp *q)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uintptr_t)q };
 
+	if (!q->split.ch)
+		return 0; /* polled (external progress): nothing to watch */
 	if (progress_start())
 		return -EAGAIN;
 	return epoll_ctl(pg.ep, EPOLL_CTL_ADD, q->split.ch->fd, &ev) ? -errno : 0;
@@ -353,7 +389,7 @@ void shim_pace_update(struct shim_qp *q)
 	if (!want && !atomic_load_explicit(&q->direct, memory_order_relaxed)) {
 		/* back to direct: what is queued goes first, unpaced */
 		atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
-		drain_locked(q, clock_now_ns());
+		drain_locked(q, shim_now_ns());
 	} else if (want) {
 		atomic_store_explicit(&q->direct, 0, memory_order_relaxed);
 	}
@@ -429,7 +465,7 @@ static int fail_open_one(struct shim_qp *q)
 	atomic_store_explicit(&q->direct, 1, memory_order_relaxed);
 	atomic_store_explicit(&q->win.on, 0, memory_order_relaxed);
 	if (q->bl_head)
-		drain_locked(q, clock_now_ns());
+		drain_locked(q, shim_now_ns());
 	/* the daemon's memory is no longer ours to read or write */
 	atomic_store_explicit(&q->slot, NULL, memory_order_release);
 	atomic_store_explicit(&q->shm_stats, NULL, memory_order_release);

@@ -39,6 +39,22 @@ void shim_pace_unwatch(struct shim_qp *q);
 /* Start the progress thread if it does not run yet (once per process):
  * it also reconnects to a daemon that was not there (client.c). */
 int shim_pace_start_thread(void);
+/* External progress, for a program that runs the shim in virtual time
+ * (justsim, docs/rnic-model.md): from now on no progress thread, timerfd,
+ * epoll or eventfd is created; the caller does the thread's work by
+ * calling shim_pace_step() at the time it returns, and whenever a split
+ * CQ got a completion (split QPs then have no completion channel: the
+ * shim's own verbs table, vops.h, has none).  Call it before the first QP.
+ * It is for good: the thread's descriptors are never made. */
+void shim_pace_set_external(void);
+/* One wake-up of the progress thread at @now (the clock of vclock.h):
+ * the periodic work when due (re-decide each QP's mode, the daemon link's
+ * poll), reap and drain every QP with a backlog, and reap @split_cq (a
+ * split QP's CQ with new completions: its cq_context is the QP's record,
+ * as split.c creates it; NULL: none).  Returns when to call it next, as
+ * the thread arms its timer: the next token, or the next tick (a backlog
+ * waiting for split completions only comes back with @split_cq). */
+uint64_t shim_pace_step(uint64_t now, struct ibv_cq *split_cq);
 /* Where the pacer's work ran so far (JUSTITIA_STATS). */
 void shim_pace_counters(struct stats_pacer *out);
 /* fork(): the progress thread does not exist in the child. */

@@ -2,7 +2,7 @@
 /* Split QPs (see split.h).  The data path that uses them is in splitjob.c.
  * Splitter layer; may call: the two-sided protocol (splitmsg.c), the
  * progress thread only through shim_split_hooks (wiring.c), the per-QP
- * state, log. */
+ * state, log, the host's verbs (vops). */
 #include "split.h"
 
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include "log.h"
 #include "registry.h"
 #include "splitmsg.h"
+#include "vops.h"
 
 _Atomic unsigned shim_split_qps;
 
@@ -34,32 +35,36 @@ int shim_split_create(struct shim_qp *q)
 			 .max_send_sge = SPLIT_MAX_SGE, .max_recv_sge = 1 },
 	};
 	struct ibv_context *ctx = q->qp->context;
+	const struct shim_verbs_ops *v = shim_vops();
 	int saved = shim_busy, rc;
 
 	if (atomic_load(&sp->state) != SPLIT_NONE)
 		return sp->qp ? (int)sp->qp->qp_num : -EEXIST;
 	shim_busy = 1; /* our own verbs objects: neither tracked nor counted */
-	sp->ch = ibv_create_comp_channel(ctx);
-	if (!sp->ch)
-		goto out_err;
-	fcntl(sp->ch->fd, F_SETFL, fcntl(sp->ch->fd, F_GETFL) | O_NONBLOCK);
-	sp->cq = ibv_create_cq(ctx, SPLIT_WINDOW_MAX + SPLITMSG_MAX_SEG + 2 * SPLITMSG_SLOTS, q,
-			       sp->ch, 0);
+	/* (without a channel, external progress: its CQ is polled, pacectl.h) */
+	if (v->create_comp_channel) {
+		sp->ch = v->create_comp_channel(ctx);
+		if (!sp->ch)
+			goto out_err;
+		fcntl(sp->ch->fd, F_SETFL, fcntl(sp->ch->fd, F_GETFL) | O_NONBLOCK);
+	}
+	sp->cq = v->create_cq(ctx, SPLIT_WINDOW_MAX + SPLITMSG_MAX_SEG + 2 * SPLITMSG_SLOTS, q,
+			      sp->ch, 0);
 	if (!sp->cq)
 		goto out_err;
-	if (ibv_req_notify_cq(sp->cq, 0))
+	if (sp->ch && v->req_notify_cq(sp->cq, 0))
 		goto out_err;
-	sp->armed = true;
+	sp->armed = sp->ch != NULL;
 	a.send_cq = sp->cq;
 	a.recv_cq = sp->cq;
-	sp->qp = ibv_create_qp(q->qp->pd, &a);
+	sp->qp = v->create_qp(q->qp->pd, &a);
 	if (!sp->qp)
 		goto out_err;
 	atomic_fetch_add_explicit(&shim_split_qps, 1, memory_order_relaxed);
 	{
 		struct ibv_device_attr da;
 
-		if (ibv_query_device(ctx, &da))
+		if (v->query_device(ctx, &da))
 			da.max_qp_rd_atom = da.max_qp_init_rd_atom = 1;
 		sp->rd_atom = (uint8_t)(da.max_qp_rd_atom < SPLIT_WINDOW ? da.max_qp_rd_atom
 									 : SPLIT_WINDOW);
@@ -151,7 +156,7 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		return;
 	}
 	shim_busy = 1;
-	rc = ibv_modify_qp(sp->qp, &m, IBV_QP_STATE | want);
+	rc = shim_vops()->modify_qp(sp->qp, &m, IBV_QP_STATE | want);
 	shim_busy = saved;
 	if (rc) {
 		shim_log("QP %u: split QP %u refused %d->state %d (%d): messages go whole",
@@ -170,7 +175,7 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		m.max_rd_atomic = sp->init_rd_atom;
 		m.sq_psn = 0;
 		shim_busy = 1;
-		rc = ibv_modify_qp(sp->qp, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		rc = shim_vops()->modify_qp(sp->qp, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 						       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
 						       IBV_QP_SQ_PSN);
 		shim_busy = saved;
@@ -195,6 +200,7 @@ void shim_split_destroy(struct shim_qp *q)
 	struct ibv_comp_channel *ch;
 	struct ibv_qp *qp;
 	struct ibv_cq *cq;
+	const struct shim_verbs_ops *v = shim_vops();
 	int saved = shim_busy;
 
 	shim_split_hooks.unwatch(q);
@@ -211,15 +217,15 @@ void shim_split_destroy(struct shim_qp *q)
 	pthread_mutex_unlock(&q->lock);
 	shim_busy = 1;
 	if (qp) {
-		ibv_destroy_qp(qp);
+		v->destroy_qp(qp);
 		atomic_fetch_sub_explicit(&shim_split_qps, 1, memory_order_relaxed);
 	}
 	pthread_mutex_lock(&q->lock);
 	splitmsg_teardown(q); /* its memory regions, once no QP uses them */
 	pthread_mutex_unlock(&q->lock);
 	if (cq)
-		ibv_destroy_cq(cq);
+		v->destroy_cq(cq);
 	if (ch)
-		ibv_destroy_comp_channel(ch);
+		v->destroy_comp_channel(ch);
 	shim_busy = saved;
 }

@@ -6,12 +6,13 @@
  * (registry, stats, inject), log. */
 #include "splitjob.h"
 
-#include "clock.h"
+#include "vclock.h"
 #include "client.h"
 #include "inject.h"
 #include "log.h"
 #include "sge.h"
 #include "splitmsg.h"
+#include "vops.h"
 
 /* @p goes in chunks of @chunk bytes; a two-sided one asks the peer first. */
 void splitjob_prepare(struct pend_wr *p, uint32_t chunk, int kind)
@@ -72,7 +73,7 @@ static int post_split(struct shim_qp *q, struct pend_wr *p, struct ibv_send_wr *
 		return rc;
 	sp->c_posted = seq;
 	sp->c_since_sig = sig ? 0 : sp->c_since_sig + 1;
-	sp->c_post_ns[seq % SPLIT_WINDOW_MAX] = clock_now_ns();
+	sp->c_post_ns[seq % SPLIT_WINDOW_MAX] = shim_now_ns();
 	p->inflight++;
 	return 0;
 }
@@ -208,7 +209,7 @@ void splitjob_arm_locked(struct shim_qp *q)
 
 	if (!sp->cq || !sp->ch || sp->armed)
 		return;
-	if (ibv_req_notify_cq(sp->cq, 0))
+	if (shim_vops()->req_notify_cq(sp->cq, 0))
 		shim_log_once("cannot arm a split CQ: split completions are seen at the next tick");
 	sp->armed = true;
 	splitjob_reap_locked(q);
@@ -226,7 +227,7 @@ void splitjob_reap_locked(struct shim_qp *q)
 		return;
 	while ((n = q->sctx->poll_cq(sp->cq, 16, wc)) > 0) {
 		if (!now)
-			now = clock_now_ns();
+			now = shim_now_ns();
 		for (int i = 0; i < n; i++) {
 			if (wc[i].wr_id & SPLITMSG_TAG_MASK)
 				splitmsg_on_wc(q, &wc[i]);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Two-sided split messages (see splitmsg.h).  Everything here runs with the
  * QP's lock held; the data chunks themselves are posted by splitjob.c.
- * Splitter layer; may call: the per-QP state (registry, sge), log. */
+ * Splitter layer; may call: the per-QP state (registry, sge), log, the
+ * host's verbs (vops). */
 #include "splitmsg.h"
 
 #include <endian.h>
@@ -14,6 +15,7 @@
 #include "log.h"
 #include "registry.h"
 #include "sge.h"
+#include "vops.h"
 
 #define WIRE_MAGIC 0x4a53504cu /* "JSPL" */
 #define WIRE_VERSION 1
@@ -178,7 +180,7 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, int acce
 	int err;
 
 	pthread_mutex_lock(&mr_lock);
-	mr = ibv_reg_mr(pd, addr, len, access);
+	mr = shim_vops()->reg_mr(pd, addr, len, access);
 	err = errno;
 	pthread_mutex_unlock(&mr_lock);
 	errno = err;
@@ -188,7 +190,7 @@ static struct ibv_mr *mr_reg(struct ibv_pd *pd, void *addr, size_t len, int acce
 static void mr_dereg(struct ibv_mr *mr)
 {
 	pthread_mutex_lock(&mr_lock);
-	ibv_dereg_mr(mr);
+	shim_vops()->dereg_mr(mr);
 	pthread_mutex_unlock(&mr_lock);
 }
 

@@ -3,6 +3,8 @@
  * translation unit: tests and benches that drive the shim's internals
  * against a fake provider include this once.  A new shim module goes here. */
 #include "../shim/log.c"
+#include "../shim/vclock.c"
+#include "../shim/vops.c"
 #include "../shim/stats.c"
 #include "../shim/registry.c"
 #include "../shim/ops.c"
@@ -25,5 +27,6 @@
 #include "../shim/wrbuf.c"
 #include "../shim/window.c"
 #include "../shim/sq.c"
+#include "../shim/attach.c"
 #include "../common/proto.c"
 #include "../common/proto_client.c"

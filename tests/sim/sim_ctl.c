@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "daemon/config.h"
+#include "sim_shim.h"
 #include "sim_util.h"
 #include "sim_verbs.h"
 
@@ -148,8 +149,19 @@ static void step(void *arg, uint64_t u)
 	trace_add(k, now, cur, stream);
 	/* OFF: the daemon publishes no PACE or SPLIT flag */
 	chunk = k->mode == JST_PACE_OFF ? 0 : tp.chunk_bytes;
-	for (uint32_t i = 0; i < k->n_flows; i++)
-		sim_flow_grant(k->flows[i], k->tf[i].rate_bps, k->tf[i].ops_per_s, chunk);
+	{
+		struct sim_shim *shim = NULL;
+		bool changed = false;
+
+		for (uint32_t i = 0; i < k->n_flows; i++) {
+			changed |= sim_flow_grant(k->flows[i], k->tf[i].rate_bps,
+						  k->tf[i].ops_per_s, chunk);
+			shim = k->flows[i]->shim ? k->flows[i]->shim : shim;
+		}
+		/* the heartbeat, and mode_gen when flags changed */
+		if (shim)
+			sim_shim_daemon_step(shim, changed);
+	}
 	/* the reference flow runs while a latency flow exists */
 	if (cnt.lat && !k->ref_busy)
 		ref_post(k);

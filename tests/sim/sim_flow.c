@@ -4,9 +4,12 @@
 #include "sim_flow.h"
 
 #include <errno.h>
+#include <stdalign.h>
 #include <string.h>
 
 #include "bucket.h"
+#include "shm_abi.h"
+#include "sim_shim.h"
 #include "sim_util.h"
 #include "sim_verbs.h"
 
@@ -116,7 +119,15 @@ static void pump_bw(struct sim_flow *f)
 	}
 }
 
+static void pump_app(struct sim_flow *f);
+
 static void pump(struct sim_flow *f)
+{
+	pump_app(f);
+	sim_shim_kick(f->shim); /* what the shim holds back may be due now */
+}
+
+static void pump_app(struct sim_flow *f)
 {
 	if (!f->started)
 		return;
@@ -185,6 +196,7 @@ static void poll_ev(void *arg, uint64_t u)
 	int n;
 
 	f->poll_pending = false;
+	/* (through the shim, when on: split messages complete whole) */
 	while ((n = ibv_poll_cq(f->cq, POLL_BATCH, wc)) > 0)
 		for (int i = 0; i < n; i++)
 			completed(f, &wc[i]);
@@ -225,6 +237,7 @@ static struct ibv_qp *mk_qp(struct ibv_context *ctx, struct ibv_cq *scq, struct 
 		.cap = { .max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		.pd = sim_verbs_pd(ctx), /* (the shim's split QP goes in its PD) */
 	};
 
 	return ibv_create_qp_ex(ctx, &a); /* through verbs_context.create_qp_ex */
@@ -238,8 +251,37 @@ static void start_ev(void *arg, uint64_t u)
 	pump(f);
 }
 
+static void *zalloc_aligned(size_t align, size_t size)
+{
+	void *p = aligned_alloc(align, (size + align - 1) / align * align);
+
+	if (!p)
+		abort();
+	return memset(p, 0, size);
+}
+
+/* Justitia by the real shim: the flow's slot (no grant yet: unpaced) and
+ * counters, its split QPs (bandwidth flows), attached without a socket. */
+static void use_shim(struct sim_flow *f, struct sim_shim *shim)
+{
+	int cls = f->c.kind == SIM_FLOW_TPUT ? JST_CLASS_THROUGHPUT : JST_CLASS_BANDWIDTH;
+
+	f->shim = shim;
+	f->slot = zalloc_aligned(alignof(struct jst_flow_ctl), sizeof(*f->slot));
+	f->st = zalloc_aligned(alignof(struct jst_flow_stats), sizeof(*f->st));
+	atomic_store(&f->slot->flow_id, f->id + 1);
+	atomic_store(&f->slot->cls, (uint32_t)cls);
+	atomic_store(&f->slot->weight, f->c.weight ? f->c.weight : 1);
+	atomic_store(&f->slot->state, JST_SLOT_ACTIVE);
+	if (sim_shim_flow(shim, f->qp, f->peer_qp, f->id + 1, cls,
+			  f->c.kind == SIM_FLOW_BW &&
+				  (f->c.opcode == IBV_WR_RDMA_WRITE || f->c.opcode == IBV_WR_RDMA_READ),
+			  f->slot, f->st))
+		f->errors++;
+}
+
 struct sim_flow *sim_flow_new(struct ibv_context **ctxs, const struct sim_flow_cfg *c,
-			      uint32_t id, bool managed)
+			      uint32_t id, bool managed, struct sim_shim *shim)
 {
 	struct sim_flow *f = sim_zalloc(sizeof(*f));
 	uint32_t depth;
@@ -265,7 +307,10 @@ struct sim_flow *sim_flow_new(struct ibv_context **ctxs, const struct sim_flow_c
 	f->qp = mk_qp(f->ctx, f->cq, f->cq, depth);
 	f->peer_qp = mk_qp(ctxs[c->dst], f->rcq, f->rcq, depth);
 	sim_verbs_connect(f->qp, f->peer_qp);
-	if (f->pace.managed && c->kind == SIM_FLOW_BW) {
+	if (f->pace.managed && shim) {
+		f->pace.managed = false; /* the shim paces and splits */
+		use_shim(f, shim);
+	} else if (f->pace.managed && c->kind == SIM_FLOW_BW) {
 		f->split_qp = mk_qp(f->ctx, f->cq, f->cq, SIM_SPLIT_WINDOW + 4);
 		f->peer_split_qp = mk_qp(ctxs[c->dst], f->rcq, f->rcq, SIM_SPLIT_WINDOW + 4);
 		sim_verbs_connect(f->split_qp, f->peer_split_qp);
@@ -290,18 +335,42 @@ void sim_flow_free(struct sim_flow *f)
 	sim_verbs_destroy_qp(f->peer_split_qp);
 	sim_verbs_destroy_cq(f->cq);
 	sim_verbs_destroy_cq(f->rcq);
+	free(f->slot);
+	free(f->st);
 	free(f->lat);
 	free(f);
 }
 
-void sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk)
+/* As daemon/flows.c publishes a slot (under its seq counter): a pace mode
+ * other than OFF (@chunk set) paces, and splits bandwidth flows.  Returns
+ * whether the flags changed. */
+static bool publish(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk)
 {
+	struct jst_flow_ctl *s = f->slot;
+	uint32_t flags = !chunk ? 0 : f->c.kind == SIM_FLOW_BW ? JST_F_PACE | JST_F_SPLIT : JST_F_PACE;
+	bool changed = atomic_load(&s->flags) != flags;
+
+	atomic_fetch_add_explicit(&s->seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&s->flags, flags, memory_order_relaxed);
+	atomic_store_explicit(&s->chunk_bytes, chunk, memory_order_relaxed);
+	atomic_store_explicit(&s->rate_bps, rate_bps, memory_order_relaxed);
+	atomic_store_explicit(&s->ops_per_s, ops_per_s, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->seq, 1, memory_order_release);
+	return changed;
+}
+
+bool sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk)
+{
+	if (f->slot)
+		return publish(f, rate_bps, ops_per_s, chunk);
 	if (!f->pace.managed)
-		return;
+		return false;
 	f->pace.rate_bps = rate_bps;
 	f->pace.ops_per_s = ops_per_s;
 	f->pace.chunk = chunk;
 	pump(f);
+	return false;
 }
 
 bool sim_flow_active(const struct sim_flow *f)
@@ -318,5 +387,7 @@ void sim_flow_measure(struct sim_flow *f, uint64_t now)
 
 uint64_t sim_flow_token_wait(const struct sim_flow *f, uint64_t now)
 {
+	if (f->st) /* the shim's own count */
+		return atomic_load_explicit(&f->st->token_wait_ns, memory_order_relaxed);
 	return f->pace.wait_ns + (f->pace.wait_since ? now - f->pace.wait_since : 0);
 }

@@ -10,8 +10,9 @@
  *   SIM_FLOW_TPUT  batches: batch messages of msg_bytes posted together, the
  *                  next batch when the whole batch completed
  *
- * MODEL-SIDE STAND-IN FOR THE SHIM (until the shim's clock can be swapped,
- * docs/rnic-model.md): a managed bandwidth flow's messages are split into
+ * With Justitia the flows post through the real shim (sim_shim.h, f->shim).
+ * Above SIM_SHIM_MAX_FLOWS flows (sim_run.h), a MODEL-SIDE STAND-IN FOR THE
+ * SHIM (docs/rnic-model.md) instead: a managed bandwidth flow's messages are split into
  * the daemon's chunk size - all chunks but the last on a second "split" QP,
  * at most split_window in flight, the last on the application's QP once the
  * others completed - and every chunk (every message of a managed throughput
@@ -54,8 +55,17 @@ struct sim_pacer {                  /* the model-side stand-in, see above */
 				     * jst_flow_stats.token_wait_ns) */
 };
 
+struct sim_shim;
+struct jst_flow_ctl;
+struct jst_flow_stats;
+
 struct sim_flow {
 	struct sim_flow_cfg c;
+	/* Justitia by the real shim (sim_shim.h): the daemon's slot and the
+	 * flow's counters; NULL: the stand-in (pace) or no Justitia */
+	struct sim_shim *shim;
+	struct jst_flow_ctl *slot;
+	struct jst_flow_stats *st;
 	uint32_t id;
 	struct ibv_context *ctx;
 	struct ibv_cq *cq, *rcq;
@@ -85,10 +95,11 @@ struct sim_flow {
 /* Create the flow's QPs (and the peer's) on the model and start it at
  * c->start_ns.  @ctxs: one context per host. */
 struct sim_flow *sim_flow_new(struct ibv_context **ctxs, const struct sim_flow_cfg *c,
-			      uint32_t id, bool managed);
+			      uint32_t id, bool managed, struct sim_shim *shim);
 void sim_flow_free(struct sim_flow *f);
-/* The daemon's grant arrived (model-side stand-in for the shared-memory slot). */
-void sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk);
+/* The daemon's grant: written into the flow's slot for the shim (as
+ * daemon/flows.c publishes it), or handed to the stand-in. */
+bool sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk);
 /* Has work queued or in flight (the daemon's "active"). */
 bool sim_flow_active(const struct sim_flow *f);
 /* ns it waited for tokens until @now (the shim's token_wait_ns). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "sim_shim.h"
 #include "sim_util.h"
 #include "sim_verbs.h"
 
@@ -113,6 +114,7 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 	struct ibv_context *ctxs[SIM_MAX_HOSTS];
 	struct sim_flow **fl, **mine;
 	struct sim_ctl *ctl = NULL;
+	struct sim_shim *shim = NULL;
 	struct sim_nic_stats st0, st1;
 	struct sim_evq q;
 	struct sim_net *net;
@@ -130,13 +132,18 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 	net = sim_net_new(&q, &p->nic, hosts, p->seed);
 	for (unsigned h = 0; h < hosts; h++)
 		ctxs[h] = sim_verbs_open(net, h);
+	/* Justitia is the real shim, but for more than SIM_SHIM_MAX_FLOWS
+	 * flows (sim_run.h) */
+	if (justitia && n <= SIM_SHIM_MAX_FLOWS)
+		shim = sim_shim_new(ctxs, hosts);
+	out->shim = shim != NULL;
 	fl = sim_zalloc((n + 1) * sizeof(*fl));
 	mine = sim_zalloc((n + 1) * sizeof(*mine));
 	for (uint32_t i = 0; i < n; i++) {
 		struct sim_flow_cfg c = f[i];
 
 		c.start_ns += p->start_ns;
-		fl[i] = sim_flow_new(ctxs, &c, i, justitia);
+		fl[i] = sim_flow_new(ctxs, &c, i, justitia, shim);
 	}
 	if (justitia) {
 		ctl = sim_zalloc(hosts * sizeof(*ctl));
@@ -188,6 +195,7 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 			}
 	}
 out:
+	sim_shim_free(shim); /* (before the model's QPs go) */
 	for (unsigned h = 0; ctl && h < hosts; h++)
 		if (ctl[h].flows) {
 			free(ctl[h].flows);

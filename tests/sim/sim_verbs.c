@@ -10,6 +10,7 @@
 
 struct sctx {
 	struct verbs_context vctx;  /* must stay first: ibv_context is its last member */
+	struct ibv_pd pd;           /* the context's one PD: a QP's way back to it */
 	struct sim_net *net;
 	unsigned host;
 };
@@ -156,6 +157,7 @@ struct ibv_context *sim_verbs_open(struct sim_net *net, unsigned host)
 
 	s->net = net;
 	s->host = host;
+	s->pd.context = ctx;
 	s->vctx.sz = sizeof(s->vctx);
 	s->vctx.create_qp_ex = s_create_qp_ex;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -219,4 +221,20 @@ uint64_t sim_verbs_now(struct ibv_context *ctx)
 struct sim_evq *sim_verbs_evq(struct ibv_context *ctx)
 {
 	return sim_net_evq(sctx_of(ctx)->net);
+}
+
+struct ibv_pd *sim_verbs_pd(struct ibv_context *ctx)
+{
+	return &sctx_of(ctx)->pd;
+}
+
+struct ibv_qp *sim_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	struct ibv_qp_init_attr_ex x = {
+		.qp_context = a->qp_context, .send_cq = a->send_cq, .recv_cq = a->recv_cq,
+		.srq = a->srq, .cap = a->cap, .qp_type = a->qp_type, .sq_sig_all = a->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd,
+	};
+
+	return s_create_qp_ex(pd->context, &x); /* the model's own, not a wrapper */
 }

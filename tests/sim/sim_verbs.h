@@ -28,6 +28,11 @@ void sim_verbs_cq_notify(struct ibv_cq *cq, void (*fn)(void *arg), void *arg);
 /* Connect two RC QPs created with ibv_create_qp_ex() on model contexts. */
 void sim_verbs_connect(struct ibv_qp *a, struct ibv_qp *b);
 void sim_verbs_destroy_qp(struct ibv_qp *qp);
+/* The context's PD (QPs created with it find their context). */
+struct ibv_pd *sim_verbs_pd(struct ibv_context *ctx);
+/* ibv_create_qp() on the model: the model's own create_qp_ex, never a
+ * wrapper installed in the context (the shim's split QPs, sim_shim.c). */
+struct ibv_qp *sim_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a);
 /* Virtual time of the context's model. */
 uint64_t sim_verbs_now(struct ibv_context *ctx);
 struct sim_evq *sim_verbs_evq(struct ibv_context *ctx);
