@@ -69,6 +69,31 @@ size_t backlogs_list(struct shim_qp **out, size_t max, const struct ibv_cq *cq, 
 	return n;
 }
 
+size_t backlogs_take_round(struct shim_qp **out, size_t max)
+{
+	struct shim_qp *q, *last = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&bl.lock);
+	for (q = bl.head; q && n < max; q = q->busy_next) {
+		out[n++] = q;
+		last = q;
+	}
+	if (q && last) {
+		/* q is the first left out: it heads the list, the n taken
+		 * follow the tail */
+		struct shim_qp *tail = q;
+
+		while (tail->busy_next)
+			tail = tail->busy_next;
+		tail->busy_next = bl.head;
+		last->busy_next = NULL;
+		bl.head = q;
+	}
+	pthread_mutex_unlock(&bl.lock);
+	return n;
+}
+
 void backlogs_set_wake(int efd)
 {
 	bl.efd = efd;

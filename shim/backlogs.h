@@ -38,6 +38,11 @@ void backlogs_remove(struct shim_qp *q);
 /* Up to @max QPs with a backlog (those completing on @cq, unless NULL)
  * into @out; with @try_only, none when the list's lock is taken. */
 size_t backlogs_list(struct shim_qp **out, size_t max, const struct ibv_cq *cq, int try_only);
+/* The progress thread's round: the first @max QPs with a backlog into
+ * @out; when more remain, those taken go to the end of the list, so that
+ * the next round starts with the ones left out (with more than @max
+ * backlogs the same @max would otherwise be served for ever). */
+size_t backlogs_take_round(struct shim_qp **out, size_t max);
 /* The eventfd backlogs_add() writes (-1: none). */
 void backlogs_set_wake(int efd);
 /* fork(): the child has no backlog and no thread. */

@@ -184,7 +184,7 @@ static uint64_t progress_round(uint64_t now, struct shim_qp *const *evq, int nev
 	for (int i = 0; i < nev; i++)
 		split_events(evq[i], now, &next);
 	/* take the busy QPs a handful at a time; each under its lock */
-	n = backlogs_list(list, 64, NULL, 0);
+	n = backlogs_take_round(list, 64);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t due;
 		int busy;
