@@ -1,19 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* Applications in the model, and the model-side stand-in for the shim's
- * splitting and pacing (see sim_flow.h). */
+/* Applications in the model (see sim_flow.h). */
 #include "sim_flow.h"
 
 #include <errno.h>
 #include <stdalign.h>
 #include <string.h>
 
-#include "bucket.h"
 #include "shm_abi.h"
 #include "sim_shim.h"
 #include "sim_util.h"
 #include "sim_verbs.h"
 
-#define ID_SPLIT (1ull << 63)        /* wr_id of a split chunk */
 #define POLL_BATCH 32
 
 static void pump(struct sim_flow *f);
@@ -41,84 +38,6 @@ static int post(struct sim_flow *f, struct ibv_qp *qp, uint64_t len, uint64_t wr
 	return rc;
 }
 
-/* ------------------------------------------------- the pacer (stand-in) */
-/* 0 when @bytes (or one op) may go now, else it scheduled a retry. */
-static void wake(void *arg, uint64_t u)
-{
-	struct sim_flow *f = arg;
-
-	f->pace.wake_pending = false;
-	pump(f);
-}
-
-static bool pace_take(struct sim_flow *f, uint64_t bytes)
-{
-	struct sim_pacer *p = &f->pace;
-	uint64_t cost, wait;
-
-	if (!p->managed)
-		return true;
-	cost = f->c.kind == SIM_FLOW_TPUT ? bucket_cost_ops_ns(1, p->ops_per_s)
-					  : bucket_cost_ns(bytes, p->rate_bps);
-	wait = bucket_take(&p->vtime, now_of(f), cost, p->burst_ns);
-	if (!wait) {
-		if (p->wait_since)
-			p->wait_ns += now_of(f) - p->wait_since;
-		p->wait_since = 0;
-		return true;
-	}
-	if (!p->wait_since)
-		p->wait_since = now_of(f);
-	if (!p->wake_pending) {
-		p->wake_pending = true;
-		sim_evq_after(sim_verbs_evq(f->ctx), wait, wake, f, 0);
-	}
-	return false;
-}
-
-static bool splits(const struct sim_flow *f)
-{
-	return f->pace.managed && f->pace.chunk && f->split_qp &&
-	       (f->c.opcode == IBV_WR_RDMA_WRITE || f->c.opcode == IBV_WR_RDMA_READ);
-}
-
-/* Post what the application queued, as the pacer allows. */
-static void pump_bw(struct sim_flow *f)
-{
-	uint64_t len = f->c.msg_bytes;
-
-	for (;;) {
-		if (!f->msg_open) {
-			if (!f->backlog)
-				return;
-			if (!splits(f) || len <= f->pace.chunk) {
-				if (!pace_take(f, len))
-					return;
-				f->backlog--;
-				post(f, f->qp, len, f->next_id++);
-				continue;
-			}
-			f->backlog--;
-			f->msg_open = true;
-			f->msg_off = 0;
-		}
-		if (len - f->msg_off > f->pace.chunk) {
-			/* a split chunk: on the split QP, a window at a time */
-			if (f->chunks_inflight >= f->pace.window || !pace_take(f, f->pace.chunk))
-				return;
-			post(f, f->split_qp, f->pace.chunk, ID_SPLIT | f->next_id++);
-			f->msg_off += f->pace.chunk;
-			f->chunks_inflight++;
-			continue;
-		}
-		/* the last chunk, on the application's QP, once the others completed */
-		if (f->chunks_inflight || !pace_take(f, len - f->msg_off))
-			return;
-		post(f, f->qp, len - f->msg_off, f->next_id++);
-		f->msg_open = false;
-	}
-}
-
 static void pump_app(struct sim_flow *f);
 
 static void pump(struct sim_flow *f)
@@ -142,14 +61,13 @@ static void pump_app(struct sim_flow *f)
 	case SIM_FLOW_BW:
 		while (f->outstanding < f->c.depth) {
 			f->outstanding++;
-			f->backlog++;
+			post(f, f->qp, f->c.msg_bytes, f->next_id++);
 		}
-		pump_bw(f);
 		return;
 	case SIM_FLOW_TPUT:
 		if (!f->outstanding && !f->tput_left)
 			f->tput_left = f->c.batch;
-		while (f->tput_left && pace_take(f, f->c.msg_bytes)) {
+		while (f->tput_left) {
 			f->tput_left--;
 			f->outstanding++;
 			post(f, f->qp, f->c.msg_bytes, f->next_id++);
@@ -174,10 +92,6 @@ static void completed(struct sim_flow *f, const struct ibv_wc *wc)
 
 	if (wc->status != IBV_WC_SUCCESS)
 		f->errors++;
-	if (wc->wr_id & ID_SPLIT) {
-		f->chunks_inflight--;
-		return;
-	}
 	f->outstanding--;
 	f->tot_bytes += f->c.msg_bytes;
 	f->tot_msgs++;
@@ -281,7 +195,7 @@ static void use_shim(struct sim_flow *f, struct sim_shim *shim)
 }
 
 struct sim_flow *sim_flow_new(struct ibv_context **ctxs, const struct sim_flow_cfg *c,
-			      uint32_t id, bool managed, struct sim_shim *shim)
+			      uint32_t id, struct sim_shim *shim)
 {
 	struct sim_flow *f = sim_zalloc(sizeof(*f));
 	uint32_t depth;
@@ -296,10 +210,8 @@ struct sim_flow *sim_flow_new(struct ibv_context **ctxs, const struct sim_flow_c
 		f->c.opcode = IBV_WR_RDMA_WRITE;  /* 0 is IBV_WR_RDMA_WRITE anyway */
 	f->id = id;
 	f->ctx = ctxs[c->src];
-	f->pace = (struct sim_pacer){ .managed = managed && c->kind != SIM_FLOW_LAT,
-				      .window = SIM_SPLIT_WINDOW, .burst_ns = SIM_PACE_BURST_NS };
 	depth = f->c.depth + f->c.batch + 4;
-	cqe = (int)(depth + SIM_SPLIT_WINDOW + 8);
+	cqe = (int)(depth + 16);
 	f->cq = sim_verbs_create_cq(f->ctx, cqe);
 	f->rcq = sim_verbs_create_cq(ctxs[c->dst], 4 * (int)depth);
 	sim_verbs_cq_notify(f->cq, notify, f);
@@ -307,14 +219,8 @@ struct sim_flow *sim_flow_new(struct ibv_context **ctxs, const struct sim_flow_c
 	f->qp = mk_qp(f->ctx, f->cq, f->cq, depth);
 	f->peer_qp = mk_qp(ctxs[c->dst], f->rcq, f->rcq, depth);
 	sim_verbs_connect(f->qp, f->peer_qp);
-	if (f->pace.managed && shim) {
-		f->pace.managed = false; /* the shim paces and splits */
-		use_shim(f, shim);
-	} else if (f->pace.managed && c->kind == SIM_FLOW_BW) {
-		f->split_qp = mk_qp(f->ctx, f->cq, f->cq, SIM_SPLIT_WINDOW + 4);
-		f->peer_split_qp = mk_qp(ctxs[c->dst], f->rcq, f->rcq, SIM_SPLIT_WINDOW + 4);
-		sim_verbs_connect(f->split_qp, f->peer_split_qp);
-	}
+	if (shim && c->kind != SIM_FLOW_LAT)
+		use_shim(f, shim); /* the shim paces and splits */
 	if (f->c.opcode == IBV_WR_SEND)
 		for (uint32_t i = 0; i < 2 * depth; i++) {
 			struct ibv_recv_wr rw = { .wr_id = i }, *bad;
@@ -331,8 +237,6 @@ void sim_flow_free(struct sim_flow *f)
 		return;
 	sim_verbs_destroy_qp(f->qp);
 	sim_verbs_destroy_qp(f->peer_qp);
-	sim_verbs_destroy_qp(f->split_qp);
-	sim_verbs_destroy_qp(f->peer_split_qp);
 	sim_verbs_destroy_cq(f->cq);
 	sim_verbs_destroy_cq(f->rcq);
 	free(f->slot);
@@ -362,20 +266,14 @@ static bool publish(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, u
 
 bool sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, uint32_t chunk)
 {
-	if (f->slot)
-		return publish(f, rate_bps, ops_per_s, chunk);
-	if (!f->pace.managed)
-		return false;
-	f->pace.rate_bps = rate_bps;
-	f->pace.ops_per_s = ops_per_s;
-	f->pace.chunk = chunk;
-	pump(f);
-	return false;
+	f->grant = (struct sim_grant){ .rate_bps = rate_bps, .ops_per_s = ops_per_s,
+				       .chunk = chunk };
+	return f->slot && publish(f, rate_bps, ops_per_s, chunk);
 }
 
 bool sim_flow_active(const struct sim_flow *f)
 {
-	return f->outstanding || f->backlog || f->msg_open;
+	return f->outstanding != 0;
 }
 
 void sim_flow_measure(struct sim_flow *f, uint64_t now)
@@ -387,7 +285,5 @@ void sim_flow_measure(struct sim_flow *f, uint64_t now)
 
 uint64_t sim_flow_token_wait(const struct sim_flow *f, uint64_t now)
 {
-	if (f->st) /* the shim's own count */
-		return atomic_load_explicit(&f->st->token_wait_ns, memory_order_relaxed);
-	return f->pace.wait_ns + (f->pace.wait_since ? now - f->pace.wait_since : 0);
+	return f->st ? atomic_load_explicit(&f->st->token_wait_ns, memory_order_relaxed) : 0;
 }

@@ -28,7 +28,7 @@ json_t *sim_report_params(const struct sim_params *p)
 
 	return json_pack(
 		"{s:{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:i,s:I}"
-		",s:{s:I,s:I,s:i,s:I,s:I,s:i,s:i,s:i,s:s,s:s,s:i}"
+		",s:{s:I,s:I,s:i,s:I,s:I,s:i,s:i,s:s,s:s}"
 		",s:I,s:I,s:I}",
 		"nic", "line_bps", (json_int_t)n->line_bps, "rx_bps", (json_int_t)n->rx_bps,
 		"mtu", (int)n->mtu, "hdr_bytes", (int)n->hdr_bytes, "prop_ns",
@@ -40,9 +40,7 @@ json_t *sim_report_params(const struct sim_params *p)
 		(json_int_t)c->period_ns, "window", (int)c->window, "target99_ns",
 		(json_int_t)c->target99_ns, "token_bytes", (json_int_t)c->token_bytes,
 		"chunk_latency", (int)c->chunk_latency, "chunk_default", (int)c->chunk_default,
-		"split_window", SIM_SPLIT_WINDOW, "pace_mode", mode_name(c->min_pace_mode), "pacer",
-		"shim (shim/; the model-side stand-in above shim_max_flows)", "shim_max_flows",
-		SIM_SHIM_MAX_FLOWS,
+		"pace_mode", mode_name(c->min_pace_mode), "pacer", "shim (shim/)",
 		"seed", (json_int_t)p->seed, "warmup_ns", (json_int_t)p->warmup_ns, "duration_ns",
 		(json_int_t)p->duration_ns);
 }
@@ -64,11 +62,11 @@ void sim_report_params_text(FILE *f, const struct sim_params *p)
 	fprintf(f, ", PFC at %llu ns", (unsigned long long)n->pfc_ns);
 	fprintf(f,
 		"\ncontroller: MaxRate %.0f Gbit/s, RefPeriod %llu us, window %u, Target99 %.2f us, "
-		"TokenBytes %llu, chunk %u B (latency flows) / %u B, split window %u, "
-		"pace mode %s, pacer: the real shim up to %d flows, the model-side stand-in above\nrun: seed %llu, warmup %llu ms, measured %llu ms\n",
+		"TokenBytes %llu, chunk %u B (latency flows) / %u B, "
+		"pace mode %s, pacer: the real shim (shim/)\nrun: seed %llu, warmup %llu ms, measured %llu ms\n",
 		c->max_rate_bps / 1e9, (unsigned long long)c->period_ns / 1000, c->window,
 		c->target99_ns / 1e3, (unsigned long long)c->token_bytes, c->chunk_latency,
-		c->chunk_default, SIM_SPLIT_WINDOW, mode_name(c->min_pace_mode), SIM_SHIM_MAX_FLOWS,
+		c->chunk_default, mode_name(c->min_pace_mode),
 		(unsigned long long)p->seed,
 		(unsigned long long)p->warmup_ns / 1000000,
 		(unsigned long long)p->duration_ns / 1000000);

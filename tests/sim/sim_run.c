@@ -132,9 +132,8 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 	net = sim_net_new(&q, &p->nic, hosts, p->seed);
 	for (unsigned h = 0; h < hosts; h++)
 		ctxs[h] = sim_verbs_open(net, h);
-	/* Justitia is the real shim, but for more than SIM_SHIM_MAX_FLOWS
-	 * flows (sim_run.h) */
-	if (justitia && n <= SIM_SHIM_MAX_FLOWS)
+	/* Justitia is the real shim */
+	if (justitia)
 		shim = sim_shim_new(ctxs, hosts);
 	out->shim = shim != NULL;
 	fl = sim_zalloc((n + 1) * sizeof(*fl));
@@ -143,7 +142,7 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 		struct sim_flow_cfg c = f[i];
 
 		c.start_ns += p->start_ns;
-		fl[i] = sim_flow_new(ctxs, &c, i, justitia, shim);
+		fl[i] = sim_flow_new(ctxs, &c, i, shim);
 	}
 	if (justitia) {
 		ctl = sim_zalloc(hosts * sizeof(*ctl));

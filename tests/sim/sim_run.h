@@ -29,12 +29,6 @@ struct sim_lat_stats {
 	uint64_t n, p50, p99, p999, max;
 };
 
-/* Up to this many flows, Justitia is the real shim (sim_shim.h); above,
- * the model-side stand-in (sim_flow.h): the shim's progress round takes
- * 64 QPs with a backlog at a time (pacectl.c), and with more it comes
- * back at once for the same 64 (docs/rnic-model.md). */
-#define SIM_SHIM_MAX_FLOWS 64
-
 struct sim_result {
 	bool justitia;
 	bool shim;                  /* Justitia was the real shim */

@@ -81,8 +81,8 @@ static double used_bps(const struct sim_share *s, uint8_t cls, uint32_t i)
 static double granted_bps(const struct sim_share *s, const struct sim_flow *f, uint8_t cls)
 {
 	if (cls == FLOW_CLASS_THROUGHPUT)
-		return s->ops_per_bit > 0 ? (double)f->pace.ops_per_s / s->ops_per_bit : 0;
-	return (double)f->pace.rate_bps;
+		return s->ops_per_bit > 0 ? (double)f->grant.ops_per_s / s->ops_per_bit : 0;
+	return (double)f->grant.rate_bps;
 }
 
 static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t *cls,
