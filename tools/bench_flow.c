@@ -31,9 +31,10 @@ _Static_assert(ARRAY_SIZE(verb_names) == BENCH_VERB_MAX, "a name per verb");
 _Static_assert(ARRAY_SIZE(poll_names) == BENCH_POLL_MAX, "a name per polling mode");
 
 enum key_id { K_NAME, K_VERB, K_SIZE, K_QPS, K_BATCH, K_WINDOW, K_POLL, K_DELAY, K_DURATION,
-	      K_ITERS, K_MAX };
+	      K_ITERS, K_RATE, K_MAX };
 static const char *const key_names[] = { "name",   "verb", "size",	"qps",	    "batch",
-					 "window", "poll", "delay", "duration", "iters" };
+					 "window", "poll", "delay", "duration", "iters",
+					 "rate" };
 _Static_assert(ARRAY_SIZE(key_names) == K_MAX, "a name per key");
 
 __attribute__((format(printf, 3, 4))) static int seterr(char *err, size_t errlen, const char *fmt,
@@ -167,6 +168,38 @@ static int parse_u64(const char *s, const char **end, uint64_t *out)
 	}
 	*end = s;
 	*out = v;
+	return 0;
+}
+
+int bench_parse_rate(const char *s, uint64_t *bps)
+{
+	const char *end;
+	uint64_t v, mult = 1;
+	int rc = parse_u64(s, &end, &v);
+
+	if (rc)
+		return rc;
+	if (*end) {
+		if (end[1])
+			return -EINVAL;
+		switch (*end) {
+		case 'k':
+		case 'K':
+			mult = 1000;
+			break;
+		case 'M':
+			mult = 1000 * 1000;
+			break;
+		case 'G':
+			mult = 1000 * 1000 * 1000;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	*bps = v * mult;
 	return 0;
 }
 
@@ -415,6 +448,16 @@ static int set_key(struct bench_flow *f, enum key_id k, const char *val, char *e
 		return set_count(key, val, 0, BENCH_ITERS_MAX, &f->iters, err, errlen);
 	case K_DELAY:
 		return set_time(key, val, 0, &f->delay_us, err, errlen);
+	case K_RATE:
+		rc = negative(val) ? -ERANGE : bench_parse_rate(val, &v);
+		if (rc == -EINVAL)
+			return seterr(err, errlen, "rate: invalid rate %s (bit/s: write e.g. 0, "
+				      "800k, 80M, 2G)", quote(val, q, sizeof(q)));
+		if (rc || (v && v < BENCH_RATE_MIN) || v > BENCH_RATE_MAX)
+			return seterr(err, errlen, "rate: %s is out of range (0, or 1k..10000G "
+				      "bit/s)", rc ? shown(val, q, sizeof(q)) : val);
+		f->rate_bps = v;
+		return 0;
 	case K_DURATION:
 		return set_time(key, val, 1000, &f->duration_us, err, errlen);
 	default:
@@ -540,10 +583,10 @@ int bench_flow_format(const struct bench_flow *f, char *buf, size_t len)
 		bench_format_time(f->duration_us, dur + strlen(dur), sizeof(dur) - strlen(dur));
 	}
 	n = snprintf(buf, len, "%s:%s:%s:name=%s,qps=%u,batch=%u,window=%u,poll=%s,delay=%s%s,"
-			       "iters=%llu",
+			       "iters=%llu,rate=%llu",
 		     bench_class_short(f->cls), bench_verb_name(f->verb), size, f->name, f->qps,
 		     f->batch, f->window, bench_poll_name(f->poll), delay, dur,
-		     (unsigned long long)f->iters);
+		     (unsigned long long)f->iters, (unsigned long long)f->rate_bps);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 

@@ -33,6 +33,8 @@ enum bench_poll { BENCH_POLL_BUSY, BENCH_POLL_EVENT, BENCH_POLL_MAX };
 #define BENCH_ITERS_MAX	  1000000000000ull
 #define BENCH_DURATION_DEFAULT_US (5ull * 1000000)
 #define BENCH_BUFFERS_MAX (4ull << 30) /* registered memory per end: size x qps, all flows */
+#define BENCH_RATE_MIN	  1000ull			  /* bit/s, when not 0 */
+#define BENCH_RATE_MAX	  (10ull * 1000 * 1000 * 1000 * 1000) /* 10 Tbit/s */
 
 struct bench_flow {
 	char name[BENCH_NAME_MAX];
@@ -46,6 +48,7 @@ struct bench_flow {
 	uint64_t delay_us;    /* start, after the common start of the run */
 	uint64_t duration_us; /* 0: the run's default (-t) */
 	uint64_t iters;	      /* messages per QP, 0 = until the duration ends */
+	uint64_t rate_bps;    /* payload bits per second per QP, 0 = as the window allows */
 };
 
 const char *bench_class_name(enum bench_class c); /* "latency", ... */
@@ -94,6 +97,15 @@ int bench_flows_check(const struct bench_flow *flows, size_t n, size_t *bad, cha
 /* Text parsers, exact and overflow-checked (used for options as well). */
 int bench_parse_size(const char *s, uint64_t *out); /* 64, 4K, 1M, 1G (binary) */
 int bench_parse_time(const char *s, uint64_t *us);  /* 3, 1.5, 500ms, 20us, 2s (default s) */
+int bench_parse_rate(const char *s, uint64_t *bps); /* 800000, 800k, 80M, 2G (decimal, bit/s) */
+
+/* With a rate: ns between two posts of one QP (batch messages of size). */
+static inline uint64_t bench_post_ns(const struct bench_flow *f)
+{
+	return f->rate_bps ? (uint64_t)((unsigned __int128)f->batch * f->size * 8 * 1000000000ull /
+					f->rate_bps)
+			   : 0;
+}
 void bench_format_time(uint64_t us, char *buf, size_t len);
 void bench_format_size(uint64_t size, char *buf, size_t len);
 

@@ -150,12 +150,13 @@ static json_t *flow_json(const struct bench_flow_result *r)
 
 	if (bench_flow_format(f, spec, sizeof(spec)))
 		spec[0] = 0;
-	o = json_pack("{ss ss ss sI sI sI sI ss sI sI sI ss sb}", "name", f->name, "class",
+	o = json_pack("{ss ss ss sI sI sI sI ss sI sI sI sI ss sb}", "name", f->name, "class",
 		      bench_class_name(f->cls), "verb", bench_verb_name(f->verb), "size",
 		      (json_int_t)f->size, "qps", (json_int_t)f->qps, "batch", (json_int_t)f->batch,
 		      "window", (json_int_t)f->window, "poll", bench_poll_name(f->poll), "delay_us",
 		      (json_int_t)f->delay_us, "duration_us", (json_int_t)f->duration_us, "iters",
-		      (json_int_t)f->iters, "spec", spec, "ok", !r->error[0]);
+		      (json_int_t)f->iters, "rate_bps", (json_int_t)f->rate_bps, "spec", spec, "ok",
+		      !r->error[0]);
 	if (!o)
 		return NULL;
 	bad |= set(o, "error", r->error[0] ? json_string(r->error) : json_null());

@@ -12,6 +12,7 @@
 
 #define WC_MAX	       32
 #define WAIT_MS	       100
+#define PACE_SPIN_NS   50000 /* rate: a post due sooner is waited for by polling */
 #define PROBE_RECVS    4
 #define INLINE_WANTED  64
 #define SAMPLES_START  65536
@@ -254,6 +255,17 @@ static bool complete(struct bench_worker *w, const struct ibv_wc *wc, int n, uin
 	return true;
 }
 
+/* With a rate: whether a post may go at @now (*due is when it may; a post
+ * more than one late does not bank the time it missed). */
+static bool rate_allows(const struct bench_flow *f, uint64_t now, uint64_t *due)
+{
+	if (!f->rate_bps)
+		return true;
+	if (!*due || *due + bench_post_ns(f) < now)
+		*due = now;
+	return now >= *due;
+}
+
 static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t *posted,
 		       uint64_t *probe_ns)
 {
@@ -261,9 +273,10 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 	uint64_t start = w->start->t0_ns + f->delay_us * 1000, end = start + f->duration_us * 1000;
 	uint64_t deadline = 0, now, limit = f->iters ? f->iters : UINT64_MAX, sent = 0;
 	uint32_t inflight = 0, slot = 0;
+	uint64_t due = 0; /* rate: when the next post may go */
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc[WC_MAX];
-	int n, rc;
+	int n, rc, timeout;
 
 	sleep_until(start, w->stop);
 	w->start_ns = w->end_ns = bench_now_ns();
@@ -273,6 +286,8 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 		now = bench_now_ns();
 		posting = !w->error && now < end && sent < limit && !atomic_load(w->stop);
 		while (posting && inflight < f->window) {
+			if (!rate_allows(f, bench_now_ns(), &due))
+				break;
 			if (w->rperf && probe_once(w, &probe_ns[slot]))
 				break;
 			wr[f->batch - 1].wr_id = slot;
@@ -287,6 +302,7 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 			}
 			inflight++;
 			w->posts++;
+			due += f->rate_bps ? bench_post_ns(f) : 0;
 			sent += f->batch;
 			slot = (slot + 1) % f->window;
 			posting = sent < limit;
@@ -295,7 +311,17 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 			break;
 		if (!posting && !deadline)
 			deadline = bench_now_ns() + BENCH_DRAIN_NS;
-		n = bench_qp_poll(&w->qp, wc, WC_MAX, WAIT_MS);
+		timeout = WAIT_MS;
+		if (posting && inflight < f->window && f->rate_bps) {
+			/* the window has room, the rate not yet: sleep while
+			 * the next post is far, then look at the CQ without
+			 * blocking (its completions come late by the sleep) */
+			now = bench_now_ns();
+			if (due > now + PACE_SPIN_NS)
+				sleep_until(due - PACE_SPIN_NS, w->stop);
+			timeout = 0;
+		}
+		n = bench_qp_poll(&w->qp, wc, WC_MAX, timeout);
 		now = bench_now_ns();
 		if (n < 0) {
 			set_error(&w->error, w->errmsg, "polling the CQ failed: %s", strerror(-n));

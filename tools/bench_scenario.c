@@ -38,10 +38,10 @@ static const struct {
 	{ "name", T_STR },  { "verb", T_STR },	{ "size", T_INT | T_STR },
 	{ "qps", T_INT },   { "batch", T_INT }, { "window", T_INT },
 	{ "poll", T_STR },  { "delay", T_NUM | T_STR }, { "duration", T_NUM | T_STR },
-	{ "iters", T_INT },
+	{ "iters", T_INT }, { "rate", T_INT | T_STR },
 };
-#define N_FLOW_KEYS 10
-_Static_assert(ARRAY_SIZE(flow_keys) == N_FLOW_KEYS, "the unpack format has 10 optional keys");
+#define N_FLOW_KEYS 11
+_Static_assert(ARRAY_SIZE(flow_keys) == N_FLOW_KEYS, "the unpack format has 11 optional keys");
 
 static const char *const top_keys[] = { "version", "description", "flows" };
 
@@ -193,11 +193,12 @@ static int parse_flow(struct ctx *x, json_t *obj, size_t i, struct bench_flow *f
 	if (rc)
 		return rc;
 	if (json_unpack_ex(obj, &je, JSON_STRICT,
-			   "{s:o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o}", "class", &cls,
+			   "{s:o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o, s?o}", "class", &cls,
 			   flow_keys[0].key, &v[0], flow_keys[1].key, &v[1], flow_keys[2].key,
 			   &v[2], flow_keys[3].key, &v[3], flow_keys[4].key, &v[4],
 			   flow_keys[5].key, &v[5], flow_keys[6].key, &v[6], flow_keys[7].key,
-			   &v[7], flow_keys[8].key, &v[8], flow_keys[9].key, &v[9])) {
+			   &v[7], flow_keys[8].key, &v[8], flow_keys[9].key, &v[9],
+			   flow_keys[10].key, &v[10])) {
 		if (!json_object_get(obj, "class"))
 			return reject(x, path, 2, false, false, "missing key \"class\"");
 		return reject(x, path, 2, false, false, "%s", je.text);

@@ -23,6 +23,7 @@ static void assert_flow_equal(const struct bench_flow *a, const struct bench_flo
 	assert_int_equal(a->delay_us, b->delay_us);
 	assert_int_equal(a->duration_us, b->duration_us);
 	assert_int_equal(a->iters, b->iters);
+	assert_int_equal(a->rate_bps, b->rate_bps);
 }
 
 static void parse_ok(const char *spec, unsigned index, struct bench_flow *f)
@@ -129,6 +130,19 @@ static void good_specs(void **state)
 	parse_ok("bw:write:3000:delay=3600s,duration=0.001", 0, &f);
 	assert_int_equal(f.duration_us, 1000);
 	assert_round_trip(&f);
+	/* a rate, decimal units, payload bits per second per QP */
+	parse_ok("bw:write:8K:window=4,rate=80M", 0, &f);
+	assert_int_equal(f.rate_bps, 80000000);
+	assert_int_equal(bench_post_ns(&f), 819200); /* 8192 B x 8 / 80 Mbit/s */
+	assert_round_trip(&f);
+	parse_ok("tput:write:64:batch=16,rate=1000", 0, &f);
+	assert_int_equal(bench_post_ns(&f), 8192000000ull); /* 16 x 64 B x 8 / 1 kbit/s */
+	parse_ok("bw:rate=2G", 0, &f);
+	assert_int_equal(f.rate_bps, 2000000000ull);
+	parse_ok("bw:rate=10000G", 0, &f);
+	assert_round_trip(&f);
+	parse_ok("bw:rate=0", 0, &f);
+	assert_int_equal(bench_post_ns(&f), 0);
 }
 
 static const struct {
@@ -176,6 +190,11 @@ static const struct {
 	  "\"abcdefghijabcdefghijabcdefghijab\" (1 to 31 letters, digits, '_', '-', '.')" },
 	{ "bw:name=\x1b[31m", "name: invalid name \"\\x1b[31m\" (1 to 31 letters, digits, '_', "
 			      "'-', '.')" },
+	{ "bw:rate=999", "rate: 999 is out of range (0, or 1k..10000G bit/s)" },
+	{ "bw:rate=10001G", "rate: 10001G is out of range (0, or 1k..10000G bit/s)" },
+	{ "bw:rate=-1", "rate: -1 is out of range (0, or 1k..10000G bit/s)" },
+	{ "bw:rate=80Mbit", "rate: invalid rate \"80Mbit\" (bit/s: write e.g. 0, 800k, 80M, 2G)" },
+	{ "bw:rate=1m", "rate: invalid rate \"1m\" (bit/s: write e.g. 0, 800k, 80M, 2G)" },
 	{ "lat:qps=2:qps=3", "qps: given twice" },
 	{ "lat:send:verb=read", "verb: given twice" },
 };

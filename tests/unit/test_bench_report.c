@@ -149,7 +149,7 @@ static void json_schema(void **state)
 					"server", "msgs", &server_msgs),
 			 0);
 	assert_string_equal(spec, "lat:send:2:name=flow0,qps=1,batch=1,window=1,poll=busy,"
-				  "delay=0s,duration=3s,iters=0");
+				  "delay=0s,duration=3s,iters=0,rate=0");
 	assert_true(ok);
 	assert_int_equal(msgs, 1000);
 	assert_true(mops > 0.000999 && mops < 0.001001);
