@@ -171,70 +171,37 @@ static int parse_u64(const char *s, const char **end, uint64_t *out)
 	return 0;
 }
 
-int bench_parse_rate(const char *s, uint64_t *bps)
+/* A number with at most one unit letter from @units, which lists two
+ * letters per power of @base (base^1, base^2, base^3); '_' fills a place
+ * no letter takes. */
+static int parse_scaled(const char *s, const char *units, uint64_t base, uint64_t *out)
 {
-	const char *end;
+	const char *end, *u;
 	uint64_t v, mult = 1;
 	int rc = parse_u64(s, &end, &v);
 
 	if (rc)
 		return rc;
 	if (*end) {
-		if (end[1])
+		if (end[1] || *end == '_' || !(u = strchr(units, *end)))
 			return -EINVAL;
-		switch (*end) {
-		case 'k':
-		case 'K':
-			mult = 1000;
-			break;
-		case 'M':
-			mult = 1000 * 1000;
-			break;
-		case 'G':
-			mult = 1000 * 1000 * 1000;
-			break;
-		default:
-			return -EINVAL;
-		}
-	}
-	if (v > UINT64_MAX / mult)
-		return -ERANGE;
-	*bps = v * mult;
-	return 0;
-}
-
-int bench_parse_size(const char *s, uint64_t *out)
-{
-	const char *end;
-	uint64_t v, mult = 1;
-	int rc = parse_u64(s, &end, &v);
-
-	if (rc)
-		return rc;
-	if (*end) {
-		if (end[1])
-			return -EINVAL;
-		switch (*end) {
-		case 'K':
-		case 'k':
-			mult = 1ull << 10;
-			break;
-		case 'M':
-		case 'm':
-			mult = 1ull << 20;
-			break;
-		case 'G':
-		case 'g':
-			mult = 1ull << 30;
-			break;
-		default:
-			return -EINVAL;
-		}
+		for (long i = 0; i <= (u - units) / 2; i++)
+			mult *= base;
 	}
 	if (v > UINT64_MAX / mult)
 		return -ERANGE;
 	*out = v * mult;
 	return 0;
+}
+
+int bench_parse_rate(const char *s, uint64_t *bps)
+{
+	return parse_scaled(s, "kKM_G_", 1000, bps); /* (no m: it would read as milli) */
+}
+
+int bench_parse_size(const char *s, uint64_t *out)
+{
+	return parse_scaled(s, "KkMmGg", 1024, out);
 }
 
 int bench_parse_time(const char *s, uint64_t *us)

@@ -313,11 +313,12 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 			deadline = bench_now_ns() + BENCH_DRAIN_NS;
 		timeout = WAIT_MS;
 		if (posting && inflight < f->window && f->rate_bps) {
-			/* the window has room, the rate not yet: sleep while
-			 * the next post is far, then look at the CQ without
-			 * blocking (its completions come late by the sleep) */
+			/* the window has room, the rate not yet: an event-driven
+			 * flow sleeps while the next post is far (its completions
+			 * come late by the sleep), a busy one keeps polling; then
+			 * look at the CQ without blocking */
 			now = bench_now_ns();
-			if (due > now + PACE_SPIN_NS)
+			if (f->poll == BENCH_POLL_EVENT && due > now + PACE_SPIN_NS)
 				sleep_until(due - PACE_SPIN_NS, w->stop);
 			timeout = 0;
 		}

@@ -195,6 +195,8 @@ static const struct {
 	{ "bw:rate=-1", "rate: -1 is out of range (0, or 1k..10000G bit/s)" },
 	{ "bw:rate=80Mbit", "rate: invalid rate \"80Mbit\" (bit/s: write e.g. 0, 800k, 80M, 2G)" },
 	{ "bw:rate=1m", "rate: invalid rate \"1m\" (bit/s: write e.g. 0, 800k, 80M, 2G)" },
+	{ "bw:rate=5_", "rate: invalid rate \"5_\" (bit/s: write e.g. 0, 800k, 80M, 2G)" },
+	{ "bw:write:5_", "size: invalid size \"5_\" (write e.g. 64, 4K, 1M)" },
 	{ "lat:qps=2:qps=3", "qps: given twice" },
 	{ "lat:send:verb=read", "verb: given twice" },
 };

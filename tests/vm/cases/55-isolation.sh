@@ -15,6 +15,13 @@
 #      window keeps 4 MiB of it in flight, not the 128 MiB perftest queues
 #      (without the window those left unpaced ahead of the latency flow for
 #      6-7 s: p99 12.7 ms against 13.5 ms plain; justitiad.json(5));
+#   3b. the anchor, ideal pacing: no daemon, no shim; the elephant is
+#      justbench sending 8 KiB WRITEs, 4 in flight, paced by itself
+#      (justbench's rate) at the rate Justitia granted the elephant in 3
+#      (docs/justbench.1).  What an application that split and paced its
+#      own transfers would get on this testbed: Justitia's p99 is reported
+#      next to it as a ratio, not judged (issue: the testbed's ticks decide
+#      both; tests/bench/vm-isolation.sh runs alternating rounds);
 #   4. the latency flow alone again (the host stayed usable).
 # The p99s are ib_send_lat's own (nearest rank over ISO_LAT_N round trips,
 # half round trip).  Only directions are asserted, because TCG timings vary
@@ -55,6 +62,7 @@
 . tests/vm/shimlib.sh
 D=$PWD/build/justitiad
 C=$PWD/build/justctl
+B=$PWD/build/justbench
 LAT_N=${ISO_LAT_N:-5000}             # round trips per measurement
 MARGIN=${ISO_MARGIN:-1.3}            # p99 with Justitia * MARGIN <= p99 without
 MAX_ALONE=${ISO_MAX_ALONE_P99:-1000} # us: a lone p99 above this: a busy host
@@ -259,6 +267,48 @@ elephant_with_lat() {
 		"waiting for a CPU: $LAT_CPU; rxe counters: $LAT_RXE"
 }
 
+# anchor_with_lat RATE_BPS: the ideal-pacing anchor (3b): justbench's 8 KiB
+# WRITEs, 4 in flight, at RATE_BPS of payload, rxe1 -> rxe0, no shim, alone
+# for 3 s, then the latency flow next to it; sets R_anchor as R_MODE
+anchor_with_lat() {
+	local rate=$1 bsrv bcli p50 p99 p999 avg max w0 w1 alive
+	port=$((port + 1))
+	# shellcheck disable=SC2086
+	$NICE timeout $((JV_TIMEOUT + 30)) "$B" server -p $port -d "$RXE_DEV0" -g "$RXE_GID" \
+		>"$L/anchor.srv" 2>&1 &
+	bsrv=$!
+	if ! wait_port $port "$JV_WAIT" $bsrv; then
+		expect_eq anchor.elephant.started yes "no: justbench server did not start"
+		R_anchor="- - - - -"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	$NICE timeout $((JV_TIMEOUT + 30)) "$B" client "$RXE_IP0" -p $port -d "$RXE_DEV1" \
+		-g "$RXE_GID" -t $((JV_TIMEOUT + 20))s "bw:write:8K:window=4,rate=$rate,name=anchor" \
+		>"$L/anchor.cli" 2>&1 &
+	bcli=$!
+	EPID=$(child "$bcli")
+	sleep 1
+	w0=$(wire)
+	sleep 2
+	w1=$(wire)
+	ALONE_WIRE=$(mbps "$w0" "$w1")
+	lat lat-anchor plain
+	EPID=''
+	alive=$(kill -0 $bcli 2>/dev/null && echo yes || echo "no: it ended before the latency flow")
+	kill $bcli $bsrv 2>/dev/null
+	wait $bcli $bsrv 2>/dev/null
+	if [[ $LAT != -* ]]; then
+		expect_eq anchor.elephant.ran.throughout yes "$alive"
+		[[ $alive == yes ]] || LAT="- - - - -"
+	fi
+	read -r p50 p99 p999 avg max <<<"$LAT"
+	R_anchor="$p50 $p99 $p999 $LAT_WIRE $ALONE_WIRE"
+	echo "anchor: latency p50 $p50 p99 $p99 p99.9 $p999 avg $avg max $max us over ${LAT_S}s;" \
+		"elephant paced by itself at $rate bit/s: veth1 $ALONE_WIRE MB/s before the latency" \
+		"flow, $LAT_WIRE MB/s during it; waiting for a CPU: $LAT_CPU; rxe counters: $LAT_RXE"
+}
+
 # ---- Justitia: two daemons, each other's peer, authenticated
 head -c 32 /dev/urandom | base64 >"$L/secret"
 chmod 600 "$L/secret"
@@ -376,6 +426,14 @@ echo "jd1: elephant $(jq -r --slurpfile a "$AF" '[.flows[] | select(.comm == "ib
 	"\(.paced_rate_bps) bit/s granted, \($e.chunks - .chunks) chunks and \($e.bytes - .bytes) bytes of it posted in the rest of the latency flow"' \
 	"$DF" 2>/dev/null)"
 
+# ---- 3b. the anchor: the elephant paced by itself at Justitia's grant (or,
+# without one, at what Justitia's elephant carried)
+ARATE=$(jq -r '[.flows[] | select(.comm == "ib_write_bw")][0].paced_rate_bps // 0' "$DF" 2>/dev/null)
+[[ $ARATE =~ ^[0-9]+$ && $ARATE -ge 1000 ]] ||
+	ARATE=$(awk -v b="$jwire" 'BEGIN { r = int(b * 8e6); print (r < 1000 ? 1000000 : r) }')
+anchor_with_lat "$ARATE"
+read -r n50 n99 n999 nwire nalone <<<"$R_anchor"
+
 # ---- 4. alone again: the host stayed usable through the scenarios
 lat again plain
 read -r g50 g99 g999 _ <<<"$LAT"
@@ -397,11 +455,17 @@ printf '%-26s %9s %9s %9s %11s\n' scenario "p50 us" "p99 us" "p99.9 us" "veth1 M
 printf '%-26s %9s %9s %9s %11s\n' "1 alone" "$a50" "$a99" "$a999" "$A_WIRE"
 printf '%-26s %9s %9s %9s %11s\n' "2 + 1 MiB WRITEs" "$p50" "$p99" "$p999" "$pwire"
 printf '%-26s %9s %9s %9s %11s\n' "3 + 1 MiB WRITEs, Justitia" "$j50" "$j99" "$j999" "$jwire"
+printf '%-26s %9s %9s %9s %11s\n' "3b + 8 KiB paced by itself" "$n50" "$n99" "$n999" "$nwire"
 printf '%-26s %9s %9s %9s %11s\n' "4 alone again" "$g50" "$g99" "$g999" ""
 echo "isolation: p99 (p50) alone $a99 ($a50) us, + elephant $p99 ($p50) us," \
 	"+ elephant with Justitia $j99 ($j50) us, alone again $g99 ($g50) us;" \
 	"elephant's share of veth1 $pwire -> $jwire MB/s (alone $palone -> $jalone);" \
 	"Target99 $TARGET_US us, MaxRate $MAXRATE Mbit/s; $(jv_secs "$T0") s"
+echo "anchor (ideal pacing at $ARATE bit/s): p99 (p50) $n99 ($n50) us, veth1 $nwire MB/s;" \
+	"Justitia / anchor: p99 $(awk -v j="$j99" -v n="$n99" 'BEGIN {
+		print (j != "-" && n != "-" && n > 0 ? sprintf("%.2f", j / n) : "-") }')," \
+	"p50 $(awk -v j="$j50" -v n="$n50" 'BEGIN {
+		print (j != "-" && n != "-" && n > 0 ? sprintf("%.2f", j / n) : "-") }')"
 # ISO_KEEP=DIR: keep the logs and the daemons' snapshots there
 [[ -n ${ISO_KEEP:-} ]] && cp -r "$L" "$ISO_KEEP"
 jv_summary

@@ -94,6 +94,18 @@ check local.rperf "$R/local.json" \
 	 | join(", ")'
 check local.iters "$R/local.json" '.flows[2].msgs == 1024' '"tput msgs \(.flows[2].msgs)"'
 
+# ---- a rate: the flow paces its own posts (the anchor of 55-isolation): never more than rate x
+# duration plus one post, and (rxe carries 20+ MB/s) at least a quarter of it, busy and event
+run_one justbench.local.rate "$B" local "$RXE_DEV1" "$RXE_DEV0" -g "$RXE_GID" \
+	-o "$R/rate.json" bw:write:8K:window=4,rate=40M,name=busy \
+	bw:write:8K:window=4,rate=16M,poll=event,name=event -t 2s
+sane rate "$R/rate.json" 2
+check rate.bounded "$R/rate.json" \
+	'all(.flows[]; .bytes * 8 <= .rate_bps * .duration_us / 1e6 + .size * 8 and
+		       .bytes * 8 >= .rate_bps * .duration_us / 1e6 / 4)' \
+	'[.flows[] | "\(.name) \(.bytes * 8 / (.duration_us / 1e6) / 1e6) of \(.rate_bps / 1e6) Mbit/s"]
+	 | join(", ")'
+
 nodev() {
 	local out rc=0
 	out=$("$B" local "$RXE_DEV1" nosuchdev lat -t 100ms 2>&1) || rc=$?
