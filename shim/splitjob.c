@@ -26,11 +26,16 @@ void splitjob_prepare(struct pend_wr *p, uint32_t chunk, int kind)
 /* Split window.
  *
  * Data chunks in flight on the split QP: what the granted rate moves in a
- * chunk's completion time (post to reaped completion, averaged), plus two,
+ * chunk's round trip without queueing (the least post-to-reaped-completion
+ * time of the last one to two seconds), plus two,
  * within [SPLIT_WINDOW, SPLIT_WINDOW_MAX]; the most while the QP is direct
- * (a message that started split drains unpaced).  A rate-limited flow never
- * has more in flight than that anyway (Little's law): the window only caps
- * what a delay estimate lagging behind could let go at once.  Chunks are
+ * (a message that started split drains unpaced).  Not the average time: a
+ * queue in the NIC (the pacer's own chunks included) lengthens it, a
+ * longer time opens the window, more chunks queue ahead of the latency
+ * flow's messages, and so on up to the largest window (on Soft-RoCE,
+ * where a completion can take milliseconds, 32 chunks in flight and a p99
+ * in milliseconds).  The window is the bandwidth-delay product, as a
+ * congestion controller keeps it: rate x base round trip.  Chunks are
  * signaled every half window, when the window fills and at the message's
  * last; each completion says every chunk up to it is done (RC completes in
  * order), so the pacer reaps a few completions per window, not one per
@@ -50,7 +55,7 @@ uint32_t splitjob_window(const struct shim_qp *q, const struct jst_flow_ctl *slo
 		return SPLIT_WINDOW_MAX;
 	if (!rate || !chunk)
 		return SPLIT_WINDOW;
-	w = (double)rate / 8.0 * (double)q->split.c_delay_ns / 1e9 / (double)chunk + 2;
+	w = (double)rate / 8.0 * (double)q->split.c_base_ns / 1e9 / (double)chunk + 2;
 	return w < SPLIT_WINDOW ? SPLIT_WINDOW : w > SPLIT_WINDOW_MAX ? SPLIT_WINDOW_MAX
 								 : (uint32_t)w;
 }
@@ -96,7 +101,15 @@ static void split_chunk_done(struct shim_qp *q, const struct ibv_wc *wc, uint64_
 	if (wc->status == IBV_WC_SUCCESS) {
 		uint64_t t = sp->c_post_ns[seq % SPLIT_WINDOW_MAX], d = now > t ? now - t : 0;
 
-		sp->c_delay_ns = sp->c_delay_ns ? (7 * sp->c_delay_ns + d) / 8 : d;
+		if (!sp->c_epoch_ns || now - sp->c_epoch_ns >= SPLIT_BASE_EPOCH_NS) {
+			sp->c_min_prev_ns = sp->c_epoch_ns ? sp->c_min_cur_ns : d;
+			sp->c_min_cur_ns = d;
+			sp->c_epoch_ns = now;
+		} else if (d < sp->c_min_cur_ns) {
+			sp->c_min_cur_ns = d;
+		}
+		sp->c_base_ns = sp->c_min_cur_ns < sp->c_min_prev_ns ? sp->c_min_cur_ns
+								     : sp->c_min_prev_ns;
 	} else if (!p->failed) {
 		p->failed = 1 + wc->status;
 	}

@@ -87,6 +87,9 @@ struct splitmsg_state {
  * completion time, in these bounds (splitjob.c, split_window()). */
 #define SPLIT_WINDOW 4
 #define SPLIT_WINDOW_MAX 32
+/* the chunk round trip is the least one seen in the last one or two of
+ * these (a windowed minimum: queueing, its own included, is not in it) */
+#define SPLIT_BASE_EPOCH_NS 1000000000ull
 
 enum split_state {
 	SPLIT_NONE,        /* no split QP */
@@ -112,7 +115,10 @@ struct shim_split {
 	uint64_t c_posted, c_done;
 	uint64_t c_post_ns[SPLIT_WINDOW_MAX];
 	uint32_t c_since_sig;      /* chunks posted since the last signaled one */
-	uint64_t c_delay_ns;       /* a chunk's post-to-completion time, averaged */
+	/* a chunk's post-to-completion time without queueing: the least of
+	 * this epoch's and the last one's (SPLIT_BASE_EPOCH_NS) */
+	uint64_t c_base_ns;
+	uint64_t c_min_cur_ns, c_min_prev_ns, c_epoch_ns;
 	struct splitmsg_state msg; /* SEND / WRITE_WITH_IMM (splitmsg.c) */
 };
 

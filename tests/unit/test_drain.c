@@ -95,7 +95,7 @@ static void split_window_never_shrinks_under_a_message(void **state)
 {
 	use_split_qp();
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1000 B chunks: 1 ms each */
-	q->split.c_delay_ns = 14000000;                /* window 1 MB/s * 14 ms + 2 = 16 */
+	q->split.c_base_ns = 14000000;                 /* window 1 MB/s * 14 ms + 2 = 16 */
 	pthread_mutex_lock(&prov.lock);
 	prov.complete_split = 1;
 	pthread_mutex_unlock(&prov.lock);
@@ -106,7 +106,7 @@ static void split_window_never_shrinks_under_a_message(void **state)
 	pthread_mutex_lock(&q->lock);
 	assert_true(q->bl_head && q->bl_head->inflight >= 5);
 	assert_true(q->split.c_since_sig >= 5);
-	q->split.c_delay_ns = 1; /* now the window would be 4 */
+	q->split.c_base_ns = 1; /* now the window would be 4 */
 	pthread_mutex_unlock(&q->lock);
 	/* (the daemon stays alive: a stale heartbeat would fail open and
 	 * drain it all unpaced) */
@@ -120,12 +120,52 @@ static void split_window_never_shrinks_under_a_message(void **state)
 	drop_split_qp();
 }
 
+/* The split window is rate x the chunk's base round trip: the least one of
+ * the last one to two seconds, not the average, which the pacer's own
+ * queue in the NIC would stretch (and the window with it, up to 32). */
+static void window_follows_the_base_round_trip(void **state)
+{
+	const struct jst_flow_ctl *slot = &gseg.slot[0];
+	struct pend_wr p = { .inflight = 200 };
+	struct shim_split *sp = &q->split;
+	struct pend_wr *saved;
+	uint64_t t = 5000000000ull;
+
+	use_split_qp();
+	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s, 1000 B chunks */
+	pthread_mutex_lock(&q->lock);
+	saved = q->bl_head;
+	q->bl_head = &p;
+	sp->c_epoch_ns = 0;
+	sp->c_posted = sp->c_done + 200;
+	for (int i = 0; i < 60; i++) {
+		/* one chunk found the NIC idle (1 ms), the others queued (10 ms);
+		 * from 1.5 s on, all queued; from 2.5 s on, the round trip is
+		 * 10 ms for good */
+		uint64_t seq = sp->c_done + 1, at = t + (uint64_t)i * 50000000ull;
+		struct ibv_wc wc = { .wr_id = seq << 3, .status = IBV_WC_SUCCESS };
+
+		sp->c_post_ns[seq % SPLIT_WINDOW_MAX] = at;
+		split_chunk_done(q, &wc, at + (i == 3 ? 1000000 : 10000000));
+		if (i == 10)
+			assert_int_equal(splitjob_window(q, slot, 1000, 0), SPLIT_WINDOW); /* 1+2 */
+		if (i == 35) /* the next epoch still knows the last one's */
+			assert_int_equal(sp->c_base_ns, 1000000);
+	}
+	assert_int_equal(sp->c_base_ns, 10000000);
+	assert_int_equal(splitjob_window(q, slot, 1000, 0), 12); /* 1 MB/s x 10 ms / 1000 + 2 */
+	q->bl_head = saved;
+	sp->c_done = sp->c_posted;
+	pthread_mutex_unlock(&q->lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		FAKEPROV_TEST(refused_wr_becomes_flush_completion),
 		FAKEPROV_TEST(flush_completion_has_the_wr_opcode),
 		FAKEPROV_TEST(split_window_never_shrinks_under_a_message),
+		FAKEPROV_TEST(window_follows_the_base_round_trip),
 		FAKEPROV_TEST(provider_without_room_keeps_the_backlog),
 	};
 
