@@ -1,0 +1,253 @@
+#!/bin/bash
+# vm-isolation.sh: the isolation claim against ideal pacing, in one boot of
+# the Soft-RoCE guest (make bench runs it through justitia-vm --rxe).
+# Numbers only, never pass/fail.  A 2-byte ib_send_lat ping-pong (rxe1 ->
+# rxe0, busy polling) in four settings, ROUNDS times (default 5) in turn, so
+# that a slow moment of the emulated host hurts every setting alike:
+#
+#   alone     the latency flow alone
+#   plain     next to a 1 MiB ib_write_bw elephant (rxe1 -> rxe0), no
+#             daemon, no shim
+#   justitia  the same under Justitia: two daemons (each other's peer,
+#             RefPeriod 5 ms, Target99 twice round 1's lone p99, MaxRate
+#             what round 1's plain elephant left on the link), all four
+#             perftest processes preloaded
+#   anchor    ideal pacing, no daemon, no shim: the elephant is justbench
+#             sending 8 KiB WRITEs, 4 in flight, paced by itself at the
+#             rate Justitia's elephant moved (its flow's bytes, justctl
+#             flows) while the latency flow ran in the same round, polling
+#             as the elephant does (busy next to ib_write_bw)
+#
+# ELEPHANT picks the elephant of plain and justitia:
+#   perftest  (default) ib_write_bw -s 1M: 128 MiB in flight and a busy
+#             poller, so three busy threads share the guest's two vCPUs with
+#             the ping-pong; the anchor busy-polls too
+#   justbench justbench's bw:write:1M:window=4, event-driven (it sleeps on
+#             its completion channel) like the anchor: busy threads = vCPUs,
+#             and Justitia and the anchor differ only in who paces
+#
+# SHIM2=PATH adds a fifth setting, justitia2: justitia with another build
+# of libjustitia.so (an A/B of a shim change in one boot).
+#
+# Every latency sample comes from ib_send_lat -H.  Per setting: the median
+# and the range over the rounds of the p50, p95, p99 and of the share of
+# round trips over 1 ms (a scheduler tick on this testbed is 4 ms: the
+# share says how often one was met); then Justitia / anchor.  LAT_N round
+# trips per measurement (default 3000); BENCH_OUT keeps the outputs.
+set -u
+cd "$(dirname "$0")/../.."
+D=$PWD/build/justitiad
+C=$PWD/build/justctl
+B=$PWD/build/justbench
+SHIM=$PWD/build/libjustitia.so
+SHIM2=${SHIM2:-}
+O=${BENCH_OUT:-/tmp/vm-isolation}
+ROUNDS=${ROUNDS:-5}
+LAT_N=${LAT_N:-3000}
+TMO=${TMO:-180}
+ELEPHANT=${ELEPHANT:-perftest}
+# the anchor polls as the elephant does
+APOLL=$([[ $ELEPHANT == justbench ]] && echo event || echo busy)
+mkdir -p "$O"
+JV_RESULTS=/dev/null JV_OUT=$O . tests/vm/lib.sh
+head -c 32 /dev/urandom | base64 >"$O/secret"
+chmod 600 "$O/secret"
+port=19300
+
+wire() { echo "$(jv_now) $(cat /sys/class/net/veth1/statistics/tx_bytes)"; }
+mbps() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
+	printf "%.2f", (y[2] - x[2]) / (y[1] - x[1]) / 1e6 }'; }
+
+daemons_up() {
+	local n dev me peer
+	for n in 0 1; do
+		dev=RXE_DEV$n
+		me=RXE_IP$n peer=RXE_IP$((1 - n))
+		cat >"$O/jd$n.json" <<EOT
+{ "runtime_dir": "/run/ji$n", "log_level": "warn", "qpwatch": false,
+  "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID, "max_rate": "${MAXRATE}Mbit" } ],
+  "controller": { "target99_us": $TARGET_US },
+  "reference": { "listen_address": "${!me}", "period_us": 5000,
+                 "peers": [ { "address": "${!peer}", "device": "${!dev}" } ],
+                 "secret_file": "$O/secret" } }
+EOT
+		"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
+		eval "JD$n=$!"
+	done
+	for n in 0 1; do
+		for _ in $(seq 100); do [ -S /run/ji$n/justitiad.sock ] && break; sleep 0.05; done
+	done
+	sleep 1 # the channel up before the flows register
+}
+daemons_down() { kill -TERM "$JD0" "$JD1" 2>/dev/null; wait "$JD0" "$JD1" 2>/dev/null; }
+
+pre() { # MODE SIDE
+	if [[ $1 == justitia2 ]]; then
+		echo "env LD_PRELOAD=$SHIM2 JUSTITIA_SOCKET=/run/ji$2/justitiad.sock"
+	elif [[ $1 == justitia ]]; then
+		echo "env LD_PRELOAD=$SHIM JUSTITIA_SOCKET=/run/ji$2/justitiad.sock"
+	else
+		echo env
+	fi
+}
+
+# perf NAME MODE CLASS BIN ARGS...: perftest server on rxe0, client on rxe1,
+# in the background ($SRV, $CLI)
+perf() {
+	local name=$1 mode=$2 cls=$3 bin=$4
+	shift 4
+	port=$((port + 1))
+	# shellcheck disable=SC2046
+	$(pre "$mode" 0) JUSTITIA_CLASS="$cls" timeout "$TMO" "$bin" -d "$RXE_DEV0" \
+		-x "$RXE_GID" -p $port "$@" >"$O/$name.srv" 2>&1 &
+	SRV=$!
+	wait_port $port 30 $SRV || return 1
+	# shellcheck disable=SC2046
+	$(pre "$mode" 1) JUSTITIA_CLASS="$cls" timeout "$TMO" "$bin" -d "$RXE_DEV1" \
+		-x "$RXE_GID" -p $port "$@" "$RXE_IP0" >"$O/$name.cli" 2>&1 &
+	CLI=$!
+}
+
+# lat NAME MODE: one ping-pong in the foreground; its samples (us, one per
+# line) in $O/NAME.us; LAT_WIRE: veth1 MB/s meanwhile
+lat() {
+	local w0 w1
+	perf "$1" "$2" lat ib_send_lat -s 2 -n "$LAT_N" -H || return 1
+	w0=$(wire)
+	wait "$CLI"
+	w1=$(wire)
+	wait "$SRV"
+	LAT_WIRE=$(mbps "$w0" "$w1")
+	# ib_send_lat -H: a "#, usec" header, then one "N, usec" line per sample
+	awk -F, '/^#, *usec/ { on = 1; next } on && NF == 2 && $1 ~ /^ *[0-9]+ *$/ { print $2 + 0 }' \
+		"$O/$1.cli" >"$O/$1.us"
+}
+
+# stats FILE: "p50 p95 p99 over_1ms_%" of the samples in FILE
+stats() {
+	sort -g "$1" | awk '{ v[NR] = $1; if ($1 > 1000) o++ }
+		function q(p) { i = int(NR * p + 0.999999); return v[i < 1 ? 1 : i] }
+		END { if (!NR) { print "- - - -"; exit }
+		      printf "%.1f %.1f %.1f %.2f\n", q(0.5), q(0.95), q(0.99), 100 * o / NR }'
+}
+
+# elephant MODE NAME: the 1 MiB elephant in the background ($ESRV, $ECLI)
+elephant() {
+	if [[ $ELEPHANT == justbench ]]; then
+		port=$((port + 1))
+		# shellcheck disable=SC2046
+		$(pre "$1" 0) timeout "$TMO" "$B" server -p $port -d "$RXE_DEV0" -g "$RXE_GID" \
+			>"$O/$2.srv" 2>&1 &
+		ESRV=$!
+		wait_port $port 30 $ESRV || return 1
+		# shellcheck disable=SC2046
+		$(pre "$1" 1) timeout "$TMO" "$B" client "$RXE_IP0" -p $port -d "$RXE_DEV1" \
+			-g "$RXE_GID" -t $((TMO - 20))s "bw:write:1M:window=4,name=elephant" \
+			>"$O/$2.cli" 2>&1 &
+		ECLI=$!
+	else
+		perf "$2" "$1" bw ib_write_bw -s 1048576 -D $((TMO - 20)) || return 1
+		ESRV=$SRV ECLI=$CLI
+	fi
+	sleep 2
+}
+elephant_stop() { kill "$ECLI" "$ESRV" 2>/dev/null; wait "$ECLI" "$ESRV" 2>/dev/null; }
+
+# anchor RATE NAME: justbench's paced 8 KiB WRITEs in the background
+anchor() {
+	port=$((port + 1))
+	timeout "$TMO" "$B" server -p $port -d "$RXE_DEV0" -g "$RXE_GID" >"$O/$2.srv" 2>&1 &
+	ESRV=$!
+	wait_port $port 30 $ESRV || return 1
+	timeout "$TMO" "$B" client "$RXE_IP0" -p $port -d "$RXE_DEV1" -g "$RXE_GID" \
+		-t $((TMO - 20))s "bw:write:8K:window=4,rate=$1,poll=$APOLL,name=anchor" \
+		>"$O/$2.cli" 2>&1 &
+	ECLI=$!
+	sleep 2
+}
+
+# eflow: "SECONDS GRANT_BPS BYTES" of jd1's bandwidth flow (the elephant)
+eflow() {
+	echo "$(jv_now) $("$C" -s /run/ji1/justitiad.sock -j flows 2>/dev/null |
+		jq -r '[.flows[] | select(.class == "bandwidth")][0] // {} |
+			"\(.paced_rate_bps // 0) \(.bytes // 0)"')"
+}
+
+# justitia_round MODE R: the latency flow next to the elephant under
+# Justitia (MODE justitia or justitia2); in $O/moved.MODE.R the elephant's
+# rate while the latency flow ran (bit/s of payload), and its grant then
+justitia_round() {
+	local m=$1 r=$2 gp
+	daemons_up
+	elephant "$m" "bw-$m.$r"
+	# the elephant once the latency flow is registered
+	(for _ in $(seq 60); do
+		sleep 0.2
+		n=$("$C" -s /run/ji1/justitiad.sock -j status 2>/dev/null | jq -r .controller.flows.latency)
+		[[ $n == 1 ]] && { eflow >"$O/eflow.$m.$r"; break; }
+	done) &
+	gp=$!
+	lat "$m.$r" "$m"
+	wait $gp
+	eflow >>"$O/eflow.$m.$r"
+	awk 'NR == 1 { t = $1; g = $2; b = $3 } NR == 2 && $1 > t { printf "%d %d\n", ($3 - b) * 8 / ($1 - t), g }' \
+		"$O/eflow.$m.$r" >"$O/moved.$m.$r"
+	elephant_stop
+	daemons_down
+	echo "$m $r $(stats "$O/$m.$r.us") $LAT_WIRE $(cat "$O/moved.$m.$r")" >>"$O/rows"
+}
+
+: >"$O/rows"
+ARATE=''
+for r in $(seq "$ROUNDS"); do
+	lat "alone.$r" plain
+	echo "alone $r $(stats "$O/alone.$r.us") $LAT_WIRE" >>"$O/rows"
+	elephant plain "bw-plain.$r"
+	lat "plain.$r" plain
+	elephant_stop
+	echo "plain $r $(stats "$O/plain.$r.us") $LAT_WIRE" >>"$O/rows"
+	if [[ -z ${TARGET_US:-} ]]; then
+		read -r _ _ a99 _ <<<"$(stats "$O/alone.$r.us")"
+		TARGET_US=$(awk -v p="$a99" 'BEGIN { t = int(2 * p); print (t < 100 ? 100 : t) }')
+		MAXRATE=$(awk -v b="$LAT_WIRE" 'BEGIN { m = int(b * 8); print (m < 10 ? 10 : m) }')
+		echo "Justitia: Target99 $TARGET_US us, MaxRate $MAXRATE Mbit/s (from round 1)"
+	fi
+	justitia_round justitia "$r"
+	[[ -n $SHIM2 ]] && justitia_round justitia2 "$r"
+	read -r g _ <"$O/moved.justitia.$r" 2>/dev/null || g=0
+	((g > 1000)) && ARATE=$g
+	[[ -n $ARATE ]] || ARATE=$((MAXRATE * 500000)) # half of MaxRate
+	anchor "$ARATE" "anchor-bw.$r"
+	lat "anchor.$r" plain
+	elephant_stop
+	echo "anchor $r $(stats "$O/anchor.$r.us") $LAT_WIRE $ARATE" >>"$O/rows"
+	echo "round $r done: $(grep -c " $r " "$O/rows") settings" >&2
+done
+
+echo "vm-isolation ($ELEPHANT elephant): ib_send_lat -s 2 x $LAT_N per measurement, $ROUNDS rounds in one boot;" \
+	"median [min..max] over the rounds"
+awk '{ k = $1; n[k]++; p50[k, n[k]] = $3; p95[k, n[k]] = $4; p99[k, n[k]] = $5
+       o[k, n[k]] = $6; w[k, n[k]] = $7 }
+     function med(a, k, c,   i, j, t, x) { for (i = 1; i <= c; i++) x[i] = a[k, i] + 0
+		for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+		lo = x[1]; hi = x[c]; return c % 2 ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2 }
+     function col(a, k,   m) { m = med(a, k, n[k]); return sprintf("%9.1f [%s..%s]", m, lo, hi) }
+     END { printf "%-9s %-22s %-22s %-24s %-18s %s\n", "setting", "p50 us", "p95 us", "p99 us",
+		   ">1 ms %", "veth1 MB/s"
+	   split("alone plain justitia justitia2 anchor", ks, " ")
+	   for (i = 1; i <= 5; i++) { k = ks[i]; if (!n[k]) continue
+		printf "%-9s %-22s %-22s %-24s %-18s %.2f\n", k, col(p50, k), col(p95, k), col(p99, k),
+		       col(o, k), med(w, k, n[k])
+		m99[k] = med(p99, k, n[k]); mo[k] = med(o, k, n[k]); m50[k] = med(p50, k, n[k]) }
+	   r99 = (m99["anchor"] > 0) ? m99["justitia"] / m99["anchor"] : 0
+	   r50 = (m50["anchor"] > 0) ? m50["justitia"] / m50["anchor"] : 0
+	   ro = (mo["anchor"] > 0) ? sprintf("%.2f", mo["justitia"] / mo["anchor"]) : sprintf("%.2f%% vs 0", mo["justitia"])
+	   printf "Justitia / anchor: median p99 %.2f, median share over 1 ms %s, median p50 %.2f\n", r99, ro, r50
+	   rp = (m99["justitia"] > 0) ? m99["plain"] / m99["justitia"] : 0
+	   printf "plain / Justitia: median p99 %.2f\n", rp
+	   if (n["justitia2"]) printf "justitia2 / anchor: median p99 %.2f; justitia2 / justitia: median p99 %.2f\n",
+		(m99["anchor"] > 0) ? m99["justitia2"] / m99["anchor"] : 0,
+		(m99["justitia"] > 0) ? m99["justitia2"] / m99["justitia"] : 0 }' \
+	"$O/rows"
+echo "anchor rate (what Justitia's elephant moved, round by round): $(awk '$1 == "anchor" { printf "%s ", $8 }' "$O/rows")bit/s;" \
+	"Justitia's elephant: moved / granted $(awk '$1 == "justitia" && $9 > 0 { printf "%.2f ", $8 / $9 }' "$O/rows"); rows in $O/rows"
