@@ -55,7 +55,7 @@ uint32_t splitjob_window(const struct shim_qp *q, const struct jst_flow_ctl *slo
 		return SPLIT_WINDOW_MAX;
 	if (!rate || !chunk)
 		return SPLIT_WINDOW;
-	w = (double)rate / 8.0 * (double)q->split.c_base_ns / 1e9 / (double)chunk + 2;
+	w = (double)rate / 8.0 * (double)shim_split_base_ns(&q->split) / 1e9 / (double)chunk + 2;
 	return w < SPLIT_WINDOW ? SPLIT_WINDOW : w > SPLIT_WINDOW_MAX ? SPLIT_WINDOW_MAX
 								 : (uint32_t)w;
 }
@@ -108,8 +108,6 @@ static void split_chunk_done(struct shim_qp *q, const struct ibv_wc *wc, uint64_
 		} else if (d < sp->c_min_cur_ns) {
 			sp->c_min_cur_ns = d;
 		}
-		sp->c_base_ns = sp->c_min_cur_ns < sp->c_min_prev_ns ? sp->c_min_cur_ns
-								     : sp->c_min_prev_ns;
 	} else if (!p->failed) {
 		p->failed = 1 + wc->status;
 	}

@@ -115,12 +115,18 @@ struct shim_split {
 	uint64_t c_posted, c_done;
 	uint64_t c_post_ns[SPLIT_WINDOW_MAX];
 	uint32_t c_since_sig;      /* chunks posted since the last signaled one */
-	/* a chunk's post-to-completion time without queueing: the least of
-	 * this epoch's and the last one's (SPLIT_BASE_EPOCH_NS) */
-	uint64_t c_base_ns;
+	/* the least post-to-completion times of this epoch and the last one
+	 * (SPLIT_BASE_EPOCH_NS), since c_epoch_ns: shim_split_base_ns() */
 	uint64_t c_min_cur_ns, c_min_prev_ns, c_epoch_ns;
 	struct splitmsg_state msg; /* SEND / WRITE_WITH_IMM (splitmsg.c) */
 };
+
+/* A chunk's post-to-completion time without queueing: the least of this
+ * epoch's and the last one's. */
+static inline uint64_t shim_split_base_ns(const struct shim_split *sp)
+{
+	return sp->c_min_cur_ns < sp->c_min_prev_ns ? sp->c_min_cur_ns : sp->c_min_prev_ns;
+}
 
 /* A copy of one send WR (and of its inline data) waiting for tokens; for a
  * message being split, also its progress. */

@@ -95,7 +95,9 @@ static void split_window_never_shrinks_under_a_message(void **state)
 {
 	use_split_qp();
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1000 B chunks: 1 ms each */
-	q->split.c_base_ns = 14000000;                 /* window 1 MB/s * 14 ms + 2 = 16 */
+	/* window 1 MB/s * 14 ms + 2 = 16 (a base round trip of this epoch) */
+	q->split.c_min_cur_ns = q->split.c_min_prev_ns = 14000000;
+	q->split.c_epoch_ns = mono();
 	pthread_mutex_lock(&prov.lock);
 	prov.complete_split = 1;
 	pthread_mutex_unlock(&prov.lock);
@@ -106,7 +108,7 @@ static void split_window_never_shrinks_under_a_message(void **state)
 	pthread_mutex_lock(&q->lock);
 	assert_true(q->bl_head && q->bl_head->inflight >= 5);
 	assert_true(q->split.c_since_sig >= 5);
-	q->split.c_base_ns = 1; /* now the window would be 4 */
+	q->split.c_min_cur_ns = q->split.c_min_prev_ns = 1; /* now the window would be 4 */
 	pthread_mutex_unlock(&q->lock);
 	/* (the daemon stays alive: a stale heartbeat would fail open and
 	 * drain it all unpaced) */
@@ -129,7 +131,8 @@ static void window_follows_the_base_round_trip(void **state)
 	struct pend_wr p = { .inflight = 200 };
 	struct shim_split *sp = &q->split;
 	struct pend_wr *saved;
-	uint64_t t = 5000000000ull;
+	uint64_t t = 5000000000ull, base_next_epoch = 0, base_end;
+	uint32_t w_first = 0, w_end;
 
 	use_split_qp();
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1 MB/s, 1000 B chunks */
@@ -148,15 +151,20 @@ static void window_follows_the_base_round_trip(void **state)
 		sp->c_post_ns[seq % SPLIT_WINDOW_MAX] = at;
 		split_chunk_done(q, &wc, at + (i == 3 ? 1000000 : 10000000));
 		if (i == 10)
-			assert_int_equal(splitjob_window(q, slot, 1000, 0), SPLIT_WINDOW); /* 1+2 */
-		if (i == 35) /* the next epoch still knows the last one's */
-			assert_int_equal(sp->c_base_ns, 1000000);
+			w_first = splitjob_window(q, slot, 1000, 0);
+		if (i == 35)
+			base_next_epoch = shim_split_base_ns(sp);
 	}
-	assert_int_equal(sp->c_base_ns, 10000000);
-	assert_int_equal(splitjob_window(q, slot, 1000, 0), 12); /* 1 MB/s x 10 ms / 1000 + 2 */
+	base_end = shim_split_base_ns(sp);
+	w_end = splitjob_window(q, slot, 1000, 0);
 	q->bl_head = saved;
 	sp->c_done = sp->c_posted;
 	pthread_mutex_unlock(&q->lock);
+	/* (asserted with the lock free: a failure must not hang the teardown) */
+	assert_int_equal(w_first, SPLIT_WINDOW);         /* 1 MB/s x 1 ms / 1000 + 2 */
+	assert_int_equal(base_next_epoch, 1000000);     /* the next epoch knows the last one's */
+	assert_int_equal(base_end, 10000000);
+	assert_int_equal(w_end, 12);                    /* 1 MB/s x 10 ms / 1000 + 2 */
 }
 
 int main(void)
