@@ -199,7 +199,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	socklen_t len = sizeof(ss);
 	char host[INET6_ADDRSTRLEN];
 	struct peer *p;
-	int fd;
+	int fd, allowed;
 
 	fd = accept4(pc->lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
@@ -209,18 +209,19 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	peeraddr_normalize(&ss, &len);
 	peeraddr_text(&ss, host, sizeof(host));
-	if (!peeraddr_allowed(pc, &ss) || pc->n_in >= MAX_INCOMING ||
+	allowed = peeraddr_allowed(pc, &ss);
+	if (!allowed || pc->n_in >= MAX_INCOMING ||
 	    incoming_from(pc, &ss) >= MAX_INCOMING_PER_HOST) {
 		uint64_t now = clock_now_ns();
 
-		if (!peeraddr_allowed(pc, &ss))
+		if (!allowed)
 			pc->refused.address++;
 		else
 			pc->refused.limit++;
 
 		if (now - last_refusal > REFUSE_LOG_NS) {
 			log_warnx("peer connection from %s refused: %s", host,
-				  !peeraddr_allowed(pc, &ss) ? "not a configured reference peer"
+				  !allowed ? "not a configured reference peer"
 				  : pc->n_in >= MAX_INCOMING ? "too many connections"
 							     : "too many connections from that host");
 			last_refusal = now;
