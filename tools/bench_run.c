@@ -255,13 +255,14 @@ static bool complete(struct bench_worker *w, const struct ibv_wc *wc, int n, uin
 	return true;
 }
 
-/* With a rate: whether a post may go at @now (*due is when it may; a post
- * more than one late does not bank the time it missed). */
-static bool rate_allows(const struct bench_flow *f, uint64_t now, uint64_t *due)
+/* With a rate (@gap ns between posts, bench_post_ns()): whether a post may
+ * go at @now (*due is when it may; a post more than one late does not bank
+ * the time it missed). */
+static bool rate_allows(uint64_t gap, uint64_t now, uint64_t *due)
 {
-	if (!f->rate_bps)
+	if (!gap)
 		return true;
-	if (!*due || *due + bench_post_ns(f) < now)
+	if (!*due || *due + gap < now)
 		*due = now;
 	return now >= *due;
 }
@@ -273,7 +274,7 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 	uint64_t start = w->start->t0_ns + f->delay_us * 1000, end = start + f->duration_us * 1000;
 	uint64_t deadline = 0, now, limit = f->iters ? f->iters : UINT64_MAX, sent = 0;
 	uint32_t inflight = 0, slot = 0;
-	uint64_t due = 0; /* rate: when the next post may go */
+	uint64_t due = 0, gap = bench_post_ns(f); /* rate: when the next post may go */
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc[WC_MAX];
 	int n, rc, timeout;
@@ -286,7 +287,7 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 		now = bench_now_ns();
 		posting = !w->error && now < end && sent < limit && !atomic_load(w->stop);
 		while (posting && inflight < f->window) {
-			if (!rate_allows(f, bench_now_ns(), &due))
+			if (!rate_allows(gap, bench_now_ns(), &due))
 				break;
 			if (w->rperf && probe_once(w, &probe_ns[slot]))
 				break;
@@ -302,7 +303,7 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 			}
 			inflight++;
 			w->posts++;
-			due += f->rate_bps ? bench_post_ns(f) : 0;
+			due += gap;
 			sent += f->batch;
 			slot = (slot + 1) % f->window;
 			posting = sent < limit;
@@ -312,7 +313,7 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 		if (!posting && !deadline)
 			deadline = bench_now_ns() + BENCH_DRAIN_NS;
 		timeout = WAIT_MS;
-		if (posting && inflight < f->window && f->rate_bps) {
+		if (posting && inflight < f->window && gap) {
 			/* the window has room, the rate not yet: an event-driven
 			 * flow sleeps while the next post is far (its completions
 			 * come late by the sleep), a busy one keeps polling; then
