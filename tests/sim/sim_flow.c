@@ -2,7 +2,6 @@
 /* Applications in the model (see sim_flow.h). */
 #include "sim_flow.h"
 
-#include <errno.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -13,14 +12,12 @@
 
 #define POLL_BATCH 32
 
-static void pump(struct sim_flow *f);
-
 static uint64_t now_of(struct sim_flow *f)
 {
 	return sim_verbs_now(f->ctx);
 }
 
-static int post(struct sim_flow *f, struct ibv_qp *qp, uint64_t len, uint64_t wr_id)
+static int post(struct sim_flow *f, uint64_t len, uint64_t wr_id)
 {
 	struct ibv_sge sge = { .addr = 0x1000, .length = (uint32_t)len, .lkey = 1 };
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
@@ -32,18 +29,10 @@ static int post(struct sim_flow *f, struct ibv_qp *qp, uint64_t len, uint64_t wr
 		wr.wr.rdma.remote_addr = 0x2000;
 		wr.wr.rdma.rkey = 2;
 	}
-	rc = ibv_post_send(qp, &wr, &bad);
+	rc = ibv_post_send(f->qp, &wr, &bad);
 	if (rc)
 		f->errors++;
 	return rc;
-}
-
-static void pump_app(struct sim_flow *f);
-
-static void pump(struct sim_flow *f)
-{
-	pump_app(f);
-	sim_shim_kick(f->shim); /* what the shim holds back may be due now */
 }
 
 static void pump_app(struct sim_flow *f)
@@ -56,24 +45,29 @@ static void pump_app(struct sim_flow *f)
 			return;
 		f->outstanding = 1;
 		f->post_ns = now_of(f);
-		post(f, f->qp, f->c.msg_bytes, f->next_id++);
+		post(f, f->c.msg_bytes, f->next_id++);
 		return;
 	case SIM_FLOW_BW:
 		while (f->outstanding < f->c.depth) {
 			f->outstanding++;
-			post(f, f->qp, f->c.msg_bytes, f->next_id++);
+			post(f, f->c.msg_bytes, f->next_id++);
 		}
 		return;
 	case SIM_FLOW_TPUT:
-		if (!f->outstanding && !f->tput_left)
-			f->tput_left = f->c.batch;
-		while (f->tput_left) {
-			f->tput_left--;
+		if (f->outstanding)
+			return; /* the next batch when the whole batch completed */
+		for (uint32_t i = 0; i < f->c.batch; i++) {
 			f->outstanding++;
-			post(f, f->qp, f->c.msg_bytes, f->next_id++);
+			post(f, f->c.msg_bytes, f->next_id++);
 		}
 		return;
 	}
+}
+
+static void pump(struct sim_flow *f)
+{
+	pump_app(f);
+	sim_shim_kick(f->shim); /* what the shim holds back may be due now */
 }
 
 /* ------------------------------------------------- completions */

@@ -17,7 +17,6 @@
 #ifndef JUSTITIA_SIM_FLOW_H
 #define JUSTITIA_SIM_FLOW_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -64,7 +63,6 @@ struct sim_flow {
 	uint32_t outstanding;       /* application messages posted, not completed */
 	uint64_t post_ns;           /* LAT: post time of the message in flight */
 	uint64_t next_id;
-	uint32_t tput_left;         /* TPUT: messages of this batch not posted yet */
 	/* results (from the measurement start) */
 	uint64_t tot_bytes, tot_msgs;  /* since the start (the daemon's window counters) */
 	uint64_t meas_start, bytes, msgs;
