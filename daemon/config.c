@@ -281,6 +281,47 @@ static int check_peer(struct ctx *x, json_t *obj, void *base)
 	return rc;
 }
 
+bool config_is_loopback(const char *address)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (!strcasecmp(address, "localhost") || !strcasecmp(address, "localhost."))
+		return true;
+	if (inet_pton(AF_INET, address, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, address, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	return false;
+}
+
+/* Secure by default: no channel in the clear to another host unless the
+ * configuration says so (reference.insecure_peers). */
+static int check_reference(struct ctx *x, json_t *obj, void *base)
+{
+	const struct config_reference *r = base;
+	int rc;
+
+	(void)obj;
+	if (r->secret_file[0] || r->insecure_peers)
+		return 0;
+	for (size_t i = 0; i < x->c->n_peers; i++) {
+		if (config_is_loopback(x->c->peers[i].address))
+			continue;
+		configparse_push_key(x, "peers");
+		configparse_push_index(x, i);
+		configparse_push_key(x, "address");
+		rc = configparse_reject(x, false,
+					"a peer on another host needs reference.secret_file (the channel "
+					"is then authenticated and encrypted), or \"insecure_peers\": "
+					"true to run it in the clear");
+		x->depth -= 3;
+		return rc;
+	}
+	return 0;
+}
+
 static int check_app(struct ctx *x, json_t *obj, void *base)
 {
 	const struct config_app_rule *a = base, *all = x->c->apps;
@@ -364,9 +405,10 @@ static const struct field reference_fields[] = {
 	  .arr_off = offsetof(struct config, peers),
 	  .count_off = offsetof(struct config, n_peers) },
 	{ "listen_address", T_STR, AT(struct config_reference, listen_address),
-	  .valid = valid_ip, .what = "an IP address" },
+	  .flags = F_NULL, .valid = valid_ip, .what = "an IP address" },
 	{ "listen_port", T_INT, AT(struct config_reference, listen_port), 1, 65535 },
 	{ "secret_file", T_PATH, AT(struct config_reference, secret_file), .flags = F_NULL },
+	{ "insecure_peers", T_BOOL, AT(struct config_reference, insecure_peers) },
 	{ "period_us", T_INT, AT(struct config_reference, period_us), 10, 1000000 },
 	{ "window", T_INT, AT(struct config_reference, window), 100, 1000000 },
 	{ "max_age_ms", T_INT, AT(struct config_reference, max_age_ms), 0, 3600000 },
@@ -374,7 +416,7 @@ static const struct field reference_fields[] = {
 	{ "always_on", T_BOOL, AT(struct config_reference, always_on) },
 	{ "loopback_correction", T_BOOL, AT(struct config_reference, loopback_correction) },
 };
-SECTION(reference, 0, NULL, NULL);
+SECTION(reference, 0, NULL, check_reference);
 
 static const struct field controller_fields[] = {
 	{ "target99_us", T_INT, AT(struct config_controller, target99_us), 1, 10000000 },
@@ -445,7 +487,7 @@ void config_init_defaults(struct config *c)
 		.limits = { .max_clients = 256, .max_clients_per_uid = 128, .idle_timeout_ms = 10000,
 			    .max_flows = 4096, .max_flows_per_client = 1024,
 			    .max_request_bytes = 64 * KiB },
-		.reference = { .listen_address = "0.0.0.0", .listen_port = PEER_PORT,
+		.reference = { .listen_port = PEER_PORT,
 			       .period_us = 500, .window = 10000, .max_age_ms = 1000,
 			       .poll_us = 100 },
 		.controller = { .target99_us = 100, .unattainable_delta_ms = 5000,

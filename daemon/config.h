@@ -88,9 +88,10 @@ struct config_limits {
 };
 
 struct config_reference {
-	char listen_address[CONFIG_NAME_MAX];
+	char listen_address[CONFIG_NAME_MAX]; /* "" = the reference device's address */
 	uint16_t listen_port;
 	char secret_file[PATH_MAX]; /* "" = none */
+	bool insecure_peers;        /* run the channel to non-loopback peers without a secret */
 	uint32_t period_us;
 	uint32_t window;
 	uint32_t max_age_ms;        /* 0: the window is RefCount samples only */
@@ -139,6 +140,8 @@ struct config {
 
 /* All defaults, no arrays.  Overwrites *c without freeing it. */
 void config_init_defaults(struct config *c);
+/* Is @address (a peer's: IP literal or host name) this host's loopback? */
+bool config_is_loopback(const char *address);
 
 /*
  * Reads and checks the file at path into *c (which need not be initialised, and is overwritten

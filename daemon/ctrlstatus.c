@@ -170,9 +170,11 @@ void ctrl_status(struct ctrl *c, json_t *o)
 		json_object_set_new(ref, "responders", json_integer((json_int_t)rf->n_resp));
 		if (pc)
 			json_object_set_new(ref, "channel", json_pack(
-				"{s:s, s:i, s:b, s:o, s:{s:I, s:I, s:I}}", "listen",
-				pc->listen_address, "port", (int)pc->listen_port, "authenticated",
-				pc->have_secret, "error",
+				"{s:o, s:i, s:b, s:o, s:o, s:{s:I, s:I, s:I}}", "listen",
+				pc->listen_address[0] ? json_string(pc->listen_address) : json_null(),
+				"port", (int)pc->listen_port, "authenticated",
+				pc->have_secret, "encryption",
+				pc->have_secret ? json_string("AES-256-GCM") : json_null(), "error",
 				pc->error[0] ? json_string(pc->error) : json_null(), "refused",
 				"address", (json_int_t)pc->refused.address, "limit",
 				(json_int_t)pc->refused.limit, "protocol",

@@ -22,6 +22,7 @@
 #include "notify.h"
 #include "peer.h"
 #include "qpwatch.h"
+#include "rdma.h"
 #include "splitq.h"
 #include "wiring.h"
 
@@ -111,6 +112,32 @@ static void log_runtime_changes(const struct config *run, const struct config *f
 			log_info("reload: devices %s port %u max_rate %s -> %s", x->name, x->port, a,
 				 b);
 		}
+}
+
+/* reference.listen_address unset: the channel listens on the address of the
+ * device the reference flow leaves from (reference.peers[0].device, else
+ * devices[0], else the first active port), not on every address. */
+static void listen_auto(const struct config *c, struct peer_listen_auto *a)
+{
+	const char *dev = "";
+	unsigned port = 0;
+	int gid = -1;
+
+	memset(a, 0, sizeof(*a));
+	if (c->reference.listen_address[0])
+		return;
+	if (c->n_peers && c->peers[0].device[0]) {
+		dev = c->peers[0].device;
+	} else if (c->n_devices) {
+		dev = c->devices[0].name;
+		port = c->devices[0].port;
+		gid = c->devices[0].gid_index;
+	}
+	if (!rdma_dev_address(dev, port, gid, a->address, sizeof(a->address), a->why,
+			      sizeof(a->why)) &&
+	    c->n_peers)
+		log_info("peer channel: listening on %s, the address of the reference device",
+			 a->address);
 }
 
 static void reload(void)
@@ -269,7 +296,12 @@ int main(int argc, char **argv)
 	}
 	/* The daemon channel (reference flow, split-QP lookups): without it the
 	 * daemon still serves its own host. */
-	peer_ctx_init(&peer, d.loop, &d.cfg, d.instance);
+	{
+		struct peer_listen_auto la;
+
+		listen_auto(&d.cfg, &la);
+		peer_ctx_init(&peer, d.loop, &d.cfg, d.instance, &la);
+	}
 	d.peer = &peer;
 	splitq_init(&d);
 	rc = ctrl_init(&controller, &d);

@@ -39,13 +39,13 @@ static void go_up(struct peer *p)
 	if (p->outgoing) {
 		if (p->logged)
 			log_info("reference peer %s: connected%s", p->name,
-				 p->mac ? " (authenticated)" : "");
+				 p->sealed ? " (authenticated, encrypted)" : "");
 		else
 			log_debug(LOG_SS_REF, "peer %s up%s", p->name,
-				  p->mac ? " (authenticated)" : "");
+				  p->sealed ? " (authenticated, encrypted)" : "");
 	} else {
 		log_debug(LOG_SS_REF, "peer %s connected to us%s", p->name,
-			  p->mac ? " (authenticated)" : "");
+			  p->sealed ? " (authenticated, encrypted)" : "");
 	}
 	p->logged = false;
 	peerconn_arm_timer(p);
@@ -269,7 +269,7 @@ static int open_listener(struct peer_ctx *pc, const struct config *cfg)
 	int one = 1, rc;
 
 	snprintf(port, sizeof(port), "%u", cfg->reference.listen_port);
-	rc = getaddrinfo(cfg->reference.listen_address, port, &hints, &res);
+	rc = getaddrinfo(pc->listen_address, port, &hints, &res);
 	if (rc) {
 		snprintf(pc->error, sizeof(pc->error), "listen_address: %s", gai_strerror(rc));
 		return -EINVAL;
@@ -296,8 +296,8 @@ out_close:
 	close(pc->lfd);
 	pc->lfd = -1;
 out_free:
-	snprintf(pc->error, sizeof(pc->error), "listen on %s port %s: %s",
-		 cfg->reference.listen_address, port, strerror(-rc));
+	snprintf(pc->error, sizeof(pc->error), "listen on %s port %s: %s", pc->listen_address,
+		 port, strerror(-rc));
 	freeaddrinfo(res);
 	return rc;
 }
@@ -308,10 +308,10 @@ static int load_secret(struct peer_ctx *pc, const struct config *cfg)
 {
 	pc->have_secret = false;
 	pc->usable = true;
-	memset(&pc->key, 0, sizeof(pc->key));
+	memset(pc->key, 0, sizeof(pc->key));
 	if (!cfg->reference.secret_file[0])
 		return 0;
-	if (peerauth_read_secret(cfg->reference.secret_file, &pc->key, pc->error,
+	if (peerauth_read_secret(cfg->reference.secret_file, pc->key, pc->error,
 				 sizeof(pc->error))) {
 		pc->usable = false;
 		return -EINVAL;
@@ -320,8 +320,37 @@ static int load_secret(struct peer_ctx *pc, const struct config *cfg)
 	return 0;
 }
 
+/* Where to listen: as configured, else the reference device's address.
+ * Without either, nowhere: an error if peers are configured.  0, or
+ * -EADDRNOTAVAIL with the reason in pc->error. */
+static int pick_listen_address(struct peer_ctx *pc, const struct config *cfg,
+			       const struct peer_listen_auto *auto_listen)
+{
+	const char *a = cfg->reference.listen_address;
+
+	snprintf(pc->listen_cfg, sizeof(pc->listen_cfg), "%s", a);
+	pc->listen_address[0] = 0;
+	if (!a[0] && auto_listen && auto_listen->address[0])
+		a = auto_listen->address;
+	if (!a[0] && !cfg->n_peers)
+		return 0;
+	if (!a[0]) {
+		snprintf(pc->error, sizeof(pc->error),
+			 "not answering peers: reference.listen_address is not set and %.96s",
+			 auto_listen && auto_listen->why[0] ? auto_listen->why
+							    : "the reference device's address is unknown");
+		return -EADDRNOTAVAIL;
+	}
+	if (!strcmp(a, "0.0.0.0") || !strcmp(a, "::"))
+		log_warnx("peer channel: listening on every address (%s), as configured; only "
+			  "the reference address is needed",
+			  a);
+	snprintf(pc->listen_address, sizeof(pc->listen_address), "%s", a);
+	return 0;
+}
+
 int peer_ctx_init(struct peer_ctx *pc, struct ev_loop *loop, const struct config *cfg,
-		  uint64_t node)
+		  uint64_t node, const struct peer_listen_auto *auto_listen)
 {
 	int rc;
 
@@ -331,12 +360,12 @@ int peer_ctx_init(struct peer_ctx *pc, struct ev_loop *loop, const struct config
 	pc->lfd = -1;
 	pc->res_fd[0] = pc->res_fd[1] = -1;
 	pc->on_line = handle_line;
-	snprintf(pc->listen_address, sizeof(pc->listen_address), "%s",
-		 cfg->reference.listen_address);
 	rc = load_secret(pc, cfg);
 	if (rc) {
 		log_warnx("peer channel disabled: %s", pc->error);
-	} else {
+	} else if ((rc = pick_listen_address(pc, cfg, auto_listen))) {
+		log_warnx("peer channel: %s", pc->error);
+	} else if (pc->listen_address[0]) {
 		rc = open_listener(pc, cfg);
 		if (rc)
 			log_warnx("peer channel: not answering peers: %s", pc->error);
@@ -344,24 +373,25 @@ int peer_ctx_init(struct peer_ctx *pc, struct ev_loop *loop, const struct config
 	peeraddr_resolve_allow(pc, cfg);
 	if (peerconn_start_outgoing(pc, cfg))
 		return -ENOMEM;
-	if (!rc)
+	if (!rc && pc->n_out)
 		log_info("peer channel on %s port %u (%zu peers, %s)", pc->listen_address,
 			 pc->listen_port, pc->n_out,
-			 pc->have_secret ? "shared secret"
-					 : "no secret: source address check only");
+			 pc->have_secret ? "shared secret: authenticated, AES-256-GCM"
+					 : "no secret: in the clear, source address check only");
 	return rc;
 }
 
 void peer_ctx_reconfigure(struct peer_ctx *pc, const struct config *cfg)
 {
-	struct siphash_key old = pc->key;
+	uint8_t old[sizeof(pc->key)];
 	bool had = pc->have_secret, same = cfg->n_peers == pc->n_out;
 	char olderr[sizeof(pc->error)];
 
+	memcpy(old, pc->key, sizeof(old));
 	for (size_t i = 0; same && i < pc->n_out; i++)
 		same = !strcmp(pc->out[i].address, cfg->peers[i].address) &&
 		       pc->out[i].port == cfg->peers[i].port;
-	if (strcmp(cfg->reference.listen_address, pc->listen_address) ||
+	if (strcmp(cfg->reference.listen_address, pc->listen_cfg) ||
 	    (cfg->reference.listen_port != pc->listen_port && pc->lfd >= 0))
 		log_warnx("reference.listen_address and listen_port change only on restart");
 	snprintf(olderr, sizeof(olderr), "%s", pc->error);
@@ -370,7 +400,7 @@ void peer_ctx_reconfigure(struct peer_ctx *pc, const struct config *cfg)
 	if (load_secret(pc, cfg))
 		log_warnx("peer channel: %s", pc->error);
 	peeraddr_resolve_allow(pc, cfg);
-	if (same && had == pc->have_secret && !memcmp(&old, &pc->key, sizeof(old)) &&
+	if (same && had == pc->have_secret && !memcmp(old, pc->key, sizeof(old)) &&
 	    !strcmp(olderr, pc->error))
 		return;
 	log_info("peer channel: peers or secret changed, reconnecting");
@@ -390,7 +420,7 @@ void peer_ctx_fini(struct peer_ctx *pc)
 	free(pc->allow);
 	pc->allow = NULL;
 	pc->n_allow = 0;
-	memset(&pc->key, 0, sizeof(pc->key));
+	memset(pc->key, 0, sizeof(pc->key));
 }
 
 int peer_handle(struct peer_ctx *pc, const char *op, peer_handler_fn fn, void *arg)

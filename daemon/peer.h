@@ -23,11 +23,20 @@
 #include "config.h"
 #include "peertypes.h"
 
-/* Listen on reference.listen_address:listen_port, read the secret, start
+/* What the daemon found for an unset reference.listen_address: the
+ * reference device's IP address, or why there is none (wiring.c). */
+struct peer_listen_auto {
+	char address[CONFIG_NAME_MAX]; /* "" = none */
+	char why[160];
+};
+
+/* Listen on reference.listen_address:listen_port (unset: @auto's address;
+ * no listener without one, or without peers), read the secret, start
  * dialling the configured peers.  0 or -errno; on failure the reason is in
- * pc->error and the context is still valid (no listener, nothing dialled). */
+ * pc->error and the context is still valid (no listener, nothing dialled).
+ * @auto may be NULL. */
 int peer_ctx_init(struct peer_ctx *pc, struct ev_loop *loop, const struct config *cfg,
-		  uint64_t node);
+		  uint64_t node, const struct peer_listen_auto *auto_listen);
 void peer_ctx_fini(struct peer_ctx *pc);
 /* After a reload: new peers and secret (the listener stays).  Connections
  * are rebuilt when either changed. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Peer channel authentication (see peerauth.h): the shared secret file,
- * the challenge/response proofs, session keys and per-line MACs.
- * May call: siphash only. */
+ * the key schedule (HKDF-SHA-256), the challenge/response proofs, and the
+ * per-line nonces of the sealed channel.
+ * May call: kcrypto only. */
 #include "peerauth.h"
 
 #include <errno.h>
@@ -11,59 +12,54 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const uint8_t KDF0[16] = "justitia-peer-k0";
-static const uint8_t KDF1[16] = "justitia-peer-k1";
+/* HKDF salt: fixed, names the protocol (RFC 5869 3.1 allows that). */
+static const char SALT[] = "justitia peer channel v2";
 
-void peerauth_derive_key(struct siphash_key *k, const uint8_t *secret, size_t len)
+int peerauth_derive_key(uint8_t prk[PEERAUTH_KEY], const uint8_t *secret, size_t len)
 {
-	struct siphash_key a, b;
-
-	siphash_key_from_bytes(&a, KDF0);
-	siphash_key_from_bytes(&b, KDF1);
-	k->k0 = siphash24(&a, secret, len);
-	k->k1 = siphash24(&b, secret, len);
+	return kcrypto_hkdf_extract((const uint8_t *)SALT, sizeof(SALT) - 1, secret, len, prk);
 }
 
-uint64_t peerauth_line_mac(const struct siphash_key *k, uint64_t seq, const char *line,
-			   size_t len)
+/* HKDF-Expand(PRK, label || a || b, 32): labels differ, nonces are 16 bytes. */
+static int expand3(const uint8_t prk[PEERAUTH_KEY], const char *label, const uint8_t a[16],
+		   const uint8_t b[16], uint8_t out[PEERAUTH_KEY])
 {
-	uint8_t s[8];
-	struct siphash h;
+	struct iovec info[3] = { { (void *)label, strlen(label) },
+				 { (void *)a, PEERAUTH_NONCE },
+				 { (void *)b, PEERAUTH_NONCE } };
 
+	return kcrypto_hkdf_expand(prk, info, 3, out, PEERAUTH_KEY);
+}
+
+int peerauth_proof(const uint8_t prk[PEERAUTH_KEY], bool client, const uint8_t own[16],
+		   const uint8_t other[16], uint8_t out[PEERAUTH_PROOF])
+{
+	return expand3(prk, client ? "justitia auth client" : "justitia auth server", own, other,
+		       out);
+}
+
+bool peerauth_equal(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	uint8_t d = 0;
+
+	for (size_t i = 0; i < n; i++)
+		d |= a[i] ^ b[i];
+	return d == 0;
+}
+
+int peerauth_session_keys(const uint8_t prk[PEERAUTH_KEY], const uint8_t nc[16],
+			  const uint8_t ns[16], uint8_t c2s[PEERAUTH_KEY], uint8_t s2c[PEERAUTH_KEY])
+{
+	int rc = expand3(prk, "justitia key c2s", nc, ns, c2s);
+
+	return rc ? rc : expand3(prk, "justitia key s2c", nc, ns, s2c);
+}
+
+void peerauth_nonce(uint64_t seq, uint8_t nonce[KCRYPTO_NONCE])
+{
+	memset(nonce, 0, 4);
 	for (int i = 0; i < 8; i++)
-		s[i] = (uint8_t)(seq >> (8 * i));
-	siphash_init(&h, k);
-	siphash_update(&h, s, sizeof(s));
-	siphash_update(&h, line, len);
-	return siphash_final(&h);
-}
-
-/* MAC of a NUL-terminated label and two nonces. */
-static uint64_t mac3(const struct siphash_key *k, const char *label, const uint8_t a[16],
-		     const uint8_t b[16])
-{
-	struct siphash h;
-
-	siphash_init(&h, k);
-	siphash_update(&h, label, strlen(label) + 1);
-	siphash_update(&h, a, PEERAUTH_NONCE);
-	siphash_update(&h, b, PEERAUTH_NONCE);
-	return siphash_final(&h);
-}
-
-uint64_t peerauth_proof(const struct siphash_key *k, bool client, const uint8_t own[16],
-			const uint8_t other[16])
-{
-	return mac3(k, client ? "JST-AUTH-C" : "JST-AUTH-S", own, other);
-}
-
-void peerauth_session_keys(const struct siphash_key *k, const uint8_t nc[16],
-			   const uint8_t ns[16], struct siphash_key *c2s, struct siphash_key *s2c)
-{
-	c2s->k0 = mac3(k, "JST-C2S0", nc, ns);
-	c2s->k1 = mac3(k, "JST-C2S1", nc, ns);
-	s2c->k0 = mac3(k, "JST-S2C0", nc, ns);
-	s2c->k1 = mac3(k, "JST-S2C1", nc, ns);
+		nonce[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
 }
 
 void peerauth_hex(char *out, const uint8_t *in, size_t n)
@@ -121,7 +117,7 @@ int peerauth_hex_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
-int peerauth_read_secret(const char *path, struct siphash_key *k, char *err, size_t errlen)
+int peerauth_read_secret(const char *path, uint8_t prk[PEERAUTH_KEY], char *err, size_t errlen)
 {
 	uint8_t buf[PEERAUTH_SECRET_MAX + 1];
 	struct stat st;
@@ -166,7 +162,13 @@ int peerauth_read_secret(const char *path, struct siphash_key *k, char *err, siz
 		rc = -EINVAL;
 		goto out_close;
 	}
-	peerauth_derive_key(k, buf, (size_t)n);
+	rc = kcrypto_probe(err, errlen);
+	if (!rc) {
+		rc = peerauth_derive_key(prk, buf, (size_t)n);
+		if (rc)
+			snprintf(err, errlen, "secret_file %s: key derivation: %s", path,
+				 strerror(-rc));
+	}
 out_close:
 	memset(buf, 0, sizeof(buf));
 	close(fd);

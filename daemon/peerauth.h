@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Authentication of the peer channel (docs/peer-protocol.md §3): the shared
- * secret, the keys derived from it, the challenge/response proofs and the
- * per-message MACs.  All of it is SipHash-2-4 (siphash.h) keyed by the
- * secret: a keyed hash we implement ourselves because justitiad depends on
- * no crypto library.  It authenticates peers and messages; it does not
- * encrypt. */
+/* Authentication and confidentiality of the peer channel
+ * (docs/peer-protocol.md section 3): the shared secret, the keys derived from
+ * it with HKDF-SHA-256 (RFC 5869), the challenge/response proofs, and the
+ * nonces of the AES-256-GCM sealed lines.  The primitives are the kernel's
+ * (kcrypto.h); this file only arranges them. */
 #ifndef JUSTITIAD_PEERAUTH_H
 #define JUSTITIAD_PEERAUTH_H
 
@@ -12,28 +11,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "siphash.h"
+#include "kcrypto.h"
 
 #define PEERAUTH_SECRET_MIN 16
 #define PEERAUTH_SECRET_MAX 4096
 #define PEERAUTH_NONCE 16
+#define PEERAUTH_KEY   KCRYPTO_HASH /* the long-term PRK and each session key */
+#define PEERAUTH_PROOF KCRYPTO_HASH
 
-/* Read @path (a regular file others cannot read; 16 to 4096 bytes after
- * trailing whitespace is cut) and derive the long-term key.  0 or -errno
- * with the reason in @err. */
-int peerauth_read_secret(const char *path, struct siphash_key *k, char *err, size_t errlen);
-/* key = (SipHash(K0, secret), SipHash(K1, secret)), K0/K1 fixed labels. */
-void peerauth_derive_key(struct siphash_key *k, const uint8_t *secret, size_t len);
-/* The proof a side sends: MAC of its role and of both nonces, its own first. */
-uint64_t peerauth_proof(const struct siphash_key *k, bool client, const uint8_t own[16],
-			const uint8_t other[16]);
-/* Per-direction session keys, bound to both nonces (client's first). */
-void peerauth_session_keys(const struct siphash_key *k, const uint8_t client_nonce[16],
-			   const uint8_t server_nonce[16], struct siphash_key *c2s,
-			   struct siphash_key *s2c);
-/* MAC of one line: SipHash(session key, seq as 8 bytes LE || line). */
-uint64_t peerauth_line_mac(const struct siphash_key *k, uint64_t seq, const char *line,
-			   size_t len);
+/* Read @path (a regular file of the daemon's user that others cannot
+ * read; 16 to 4096 bytes after trailing whitespace is cut), check that the
+ * kernel can do the channel's cryptography, and derive the long-term key.
+ * 0 or -errno with the reason in @err. */
+int peerauth_read_secret(const char *path, uint8_t prk[PEERAUTH_KEY], char *err, size_t errlen);
+/* PRK = HKDF-Extract(salt "justitia peer channel v2", secret). */
+int peerauth_derive_key(uint8_t prk[PEERAUTH_KEY], const uint8_t *secret, size_t len);
+/* The proof a side sends: HKDF-Expand(PRK, "justitia auth client" or
+ * "... server" || its own nonce || the other's, 32). */
+int peerauth_proof(const uint8_t prk[PEERAUTH_KEY], bool client, const uint8_t own[16],
+		   const uint8_t other[16], uint8_t out[PEERAUTH_PROOF]);
+/* Constant-time comparison. */
+bool peerauth_equal(const uint8_t *a, const uint8_t *b, size_t n);
+/* Per-direction AES-256 keys, bound to both nonces (client's first):
+ * HKDF-Expand(PRK, "justitia key c2s" or "... s2c" || Nc || Ns, 32). */
+int peerauth_session_keys(const uint8_t prk[PEERAUTH_KEY], const uint8_t client_nonce[16],
+			  const uint8_t server_nonce[16], uint8_t c2s[PEERAUTH_KEY],
+			  uint8_t s2c[PEERAUTH_KEY]);
+/* The GCM nonce of line @seq of a direction: 4 zero bytes, seq big-endian. */
+void peerauth_nonce(uint64_t seq, uint8_t nonce[KCRYPTO_NONCE]);
 
 /* Lowercase hex: 2n digits from n bytes; exactly 2n digits back. */
 void peerauth_hex(char *out, const uint8_t *in, size_t n);

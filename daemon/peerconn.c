@@ -2,7 +2,8 @@
 /* The peer channel's connections: one struct peer per TCP connection, its
  * state machine, output queue, timers and request deadlines, dialling with
  * backoff and closing; received lines go to pc->on_line (peer.c).
- * May call: peermsg (our hello), peeraddr, peerauth (MACs), proto, log. */
+ * May call: peermsg (our hello), peeraddr, peerauth and kcrypto (sealed
+ * lines), proto, log. */
 #include "peerconn.h"
 
 #include <errno.h>
@@ -44,14 +45,45 @@ static void flush_out(struct peer *p)
 		ev_io_stop(p->pc->loop, &p->ww);
 }
 
-/* Queue one message (consumed); with MACs on, the line is
- * "<json> <16 hex MAC over seq and json>".  0 or -errno (the connection
- * has failed then). */
+/* A sealed line: the JSON encrypted and authenticated with AES-256-GCM
+ * under this direction's key and the line's sequence number, in hex.
+ * Returns the malloc'd line (without newline) or NULL with *rc set. */
+static char *seal_line(struct peer *p, const char *s, size_t len, size_t *outlen, int *rc)
+{
+	uint8_t nonce[KCRYPTO_NONCE], *ct;
+	char *hex;
+
+	if (len > PEER_MAX_PLAIN) {
+		*rc = -EMSGSIZE;
+		return NULL;
+	}
+	ct = malloc(len + KCRYPTO_TAG);
+	hex = malloc(2 * (len + KCRYPTO_TAG) + 1);
+	*rc = ct && hex ? 0 : -ENOMEM;
+	if (!*rc) {
+		peerauth_nonce(p->seq_tx, nonce);
+		*rc = kcrypto_aead_seal(&p->tx, nonce, s, len, ct);
+	}
+	if (!*rc) {
+		peerauth_hex(hex, ct, len + KCRYPTO_TAG);
+		*outlen = 2 * (len + KCRYPTO_TAG);
+	}
+	free(ct);
+	if (*rc) {
+		free(hex);
+		return NULL;
+	}
+	return hex;
+}
+
+/* Queue one message (consumed); once the handshake has set up the keys
+ * the line is sealed (seal_line).  0 or -errno (the connection has failed
+ * then). */
 int peerconn_send(struct peer *p, json_t *msg)
 {
-	char *s = json_dumps(msg, JSON_COMPACT), mac[18];
+	char *s = json_dumps(msg, JSON_COMPACT);
 	size_t len;
-	int rc;
+	int rc = 0;
 
 	json_decref(msg);
 	if (!s) {
@@ -59,14 +91,19 @@ int peerconn_send(struct peer *p, json_t *msg)
 		return -ENOMEM;
 	}
 	len = strlen(s);
-	/* the line and its " MAC" go together or not at all */
-	mac[0] = ' ';
-	if (p->mac)
-		peerauth_u64_hex(mac + 1, peerauth_line_mac(&p->k_tx, p->seq_tx, s, len));
-	rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, s, len,
-			      OUT_MAX - 1 - (p->mac ? 17 : 0));
-	if (!rc && p->mac)
-		rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, mac, 17, OUT_MAX - 1);
+	if (p->sealed) {
+		char *line = seal_line(p, s, len, &len, &rc);
+
+		free(s);
+		if (!line) {
+			peerconn_fail(p, "cannot seal a message of %zu bytes: %s", len,
+				      strerror(-rc));
+			return rc;
+		}
+		s = line;
+	}
+	/* the line and its newline go together or not at all */
+	rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, s, len, OUT_MAX - 1);
 	if (!rc)
 		rc = proto_out_append(&p->out, &p->out_len, &p->out_cap, "\n", 1, OUT_MAX);
 	free(s);
@@ -77,7 +114,7 @@ int peerconn_send(struct peer *p, json_t *msg)
 			peerconn_fail(p, "out of memory");
 		return rc;
 	}
-	if (p->mac)
+	if (p->sealed)
 		p->seq_tx++;
 	flush_out(p);
 	return 0;
@@ -118,10 +155,19 @@ void peerconn_close(struct peer *p, const char *why)
 	free(p->out);
 	p->out = NULL;
 	p->out_len = p->out_cap = 0;
-	p->mac = false;
+	peerconn_unseal(p);
 	p->got_hello = p->got_auth = false;
 	p->seq_tx = p->seq_rx = 0;
 	p->serial = 0;
+}
+
+void peerconn_unseal(struct peer *p)
+{
+	if (p->sealed) {
+		kcrypto_aead_free(&p->tx);
+		kcrypto_aead_free(&p->rx);
+	}
+	p->sealed = false;
 }
 
 void peerconn_free_incoming(struct peer *p)
@@ -322,7 +368,7 @@ int peerconn_setup(struct peer *p, int fd)
 	p->fd = fd;
 	p->serial = ++p->pc->next_serial;
 	p->next_id = 1;
-	p->got_hello = p->got_auth = p->mac = false;
+	p->got_hello = p->got_auth = p->sealed = false;
 	p->seq_tx = p->seq_rx = 0;
 	proto_linebuf_init(&p->in, PEER_MAX_LINE);
 	ev_io_init(&p->rw, read_cb, fd, EV_READ);
@@ -404,7 +450,8 @@ static void connect_to(struct peer *p, struct addrinfo *res)
 				       .ai_flags = AI_NUMERICHOST | AI_PASSIVE },
 				*la;
 
-		if (strcmp(pc->listen_address, "0.0.0.0") && strcmp(pc->listen_address, "::") &&
+		if (pc->listen_address[0] && strcmp(pc->listen_address, "0.0.0.0") &&
+		    strcmp(pc->listen_address, "::") &&
 		    !getaddrinfo(pc->listen_address, NULL, &lh, &la)) {
 			if (bind(fd, la->ai_addr, la->ai_addrlen))
 				log_debug(LOG_SS_REF, "peer %s: bind %s: %s", p->name,

@@ -20,6 +20,8 @@ void peerconn_notify(struct peer *p, bool up);
 void peerconn_close(struct peer *p, const char *why);
 /* Unlink and free an incoming connection (closed). */
 void peerconn_free_incoming(struct peer *p);
+/* Drop the connection's sealing keys (if any); lines go unsealed again. */
+void peerconn_unseal(struct peer *p);
 /* Fail the connection (an outgoing one is retried after a backoff, an
  * incoming one is freed later); tell the peer why first (refuse). */
 void peerconn_fail(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

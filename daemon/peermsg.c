@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* The peer channel's messages (docs/peer-protocol.md sections 3, 4): hello,
- * auth, requests, replies; each line checked strictly (MAC included) and
+ * auth, requests, replies; each line checked strictly (sealing included) and
  * returned decoded for peer.c to act on.
- * May call: peerauth, siphash, log; nothing of peer.c or peerconn.c. */
+ * May call: peerauth, kcrypto, log; nothing of peer.c or peerconn.c. */
 #include "peermsg.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,33 +47,45 @@ json_t *peermsg_hello(const struct peer *p)
 	return m;
 }
 
-/* Session keys: one per direction, bound to both nonces. */
-static void session_keys(struct peer *p)
+/* Session keys: one per direction, bound to both nonces; from here on
+ * every line is sealed.  0 or -errno. */
+static int session_keys(struct peer *p)
 {
 	const uint8_t *nc = p->outgoing ? p->nonce : p->peer_nonce;
 	const uint8_t *ns = p->outgoing ? p->peer_nonce : p->nonce;
-	struct siphash_key c2s, s2c;
+	uint8_t c2s[PEERAUTH_KEY], s2c[PEERAUTH_KEY];
+	int rc;
 
-	peerauth_session_keys(&p->pc->key, nc, ns, &c2s, &s2c);
-	p->k_tx = p->outgoing ? c2s : s2c;
-	p->k_rx = p->outgoing ? s2c : c2s;
+	rc = peerauth_session_keys(p->pc->key, nc, ns, c2s, s2c);
+	if (!rc)
+		rc = kcrypto_aead_init(&p->tx, p->outgoing ? c2s : s2c);
+	if (!rc) {
+		rc = kcrypto_aead_init(&p->rx, p->outgoing ? s2c : c2s);
+		if (rc)
+			kcrypto_aead_free(&p->tx);
+	}
+	memset(c2s, 0, sizeof(c2s));
+	memset(s2c, 0, sizeof(s2c));
+	p->sealed = !rc;
+	return rc;
 }
 
 /* The proof one side sends (mine) or must receive (!mine). */
-static uint64_t proof(const struct peer *p, bool mine)
+static int proof(const struct peer *p, bool mine, uint8_t out[PEERAUTH_PROOF])
 {
 	bool client = mine ? p->outgoing : !p->outgoing;
 
-	return peerauth_proof(&p->pc->key, client, mine ? p->nonce : p->peer_nonce,
-			      mine ? p->peer_nonce : p->nonce);
+	return peerauth_proof(p->pc->key, client, mine ? p->nonce : p->peer_nonce,
+			      mine ? p->peer_nonce : p->nonce, out);
 }
 
 static enum peermsg_kind decode_hello(struct peer *p, json_t *m, struct peermsg *out)
 {
 	const char *role, *node, *nonce, *type;
 	json_error_t err;
+	uint8_t mine[PEERAUTH_PROOF];
+	char mac[2 * PEERAUTH_PROOF + 1];
 	int v, auth;
-	char mac[17];
 
 	if (json_unpack_ex(m, &err, JSON_STRICT, "{s:i, s:s, s:s, s:s, s:s, s:b}", "v", &v, "type",
 			   &type, "role", &role, "node", &node, "nonce", &nonce, "auth", &auth))
@@ -90,7 +103,11 @@ static enum peermsg_kind decode_hello(struct peer *p, json_t *m, struct peermsg 
 	p->got_hello = true;
 	if (!p->pc->have_secret)
 		return PEERMSG_HELLO;
-	peerauth_u64_hex(mac, proof(p, true));
+	if (proof(p, true, mine)) {
+		snprintf(out->why, sizeof(out->why), "key derivation failed");
+		return PEERMSG_FAIL;
+	}
+	peerauth_hex(mac, mine, sizeof(mine));
 	out->reply = peermsg_new("auth");
 	json_object_set_new(out->reply, "mac", json_string(mac));
 	return PEERMSG_HELLO;
@@ -98,23 +115,29 @@ static enum peermsg_kind decode_hello(struct peer *p, json_t *m, struct peermsg 
 
 static enum peermsg_kind decode_auth(struct peer *p, json_t *m, struct peermsg *out)
 {
+	uint8_t got[PEERAUTH_PROOF], want[PEERAUTH_PROOF];
 	const char *mac, *type;
 	json_error_t err;
-	uint64_t got;
 	int v;
 
 	if (json_unpack_ex(m, &err, JSON_STRICT, "{s:i, s:s, s:s}", "v", &v, "type", &type, "mac",
 			   &mac) ||
-	    peerauth_hex_u64(mac, &got))
+	    peerauth_unhex(got, sizeof(got), mac))
 		return refuse(out, "bad auth message");
-	if (got != proof(p, false)) {
+	if (proof(p, false, want)) {
+		snprintf(out->why, sizeof(out->why), "key derivation failed");
+		return PEERMSG_FAIL;
+	}
+	if (!peerauth_equal(got, want, sizeof(got))) {
 		if (!p->outgoing)
 			log_warnx("peer %s: authentication failed (wrong shared secret?)", p->name);
 		return refuse(out, "authentication failed");
 	}
 	p->got_auth = true;
-	session_keys(p);
-	p->mac = true;
+	if (session_keys(p)) {
+		snprintf(out->why, sizeof(out->why), "cannot set up the session keys");
+		return PEERMSG_FAIL;
+	}
 	return PEERMSG_AUTH;
 }
 
@@ -160,7 +183,32 @@ static enum peermsg_kind decode_reply(json_t *m, struct peermsg *out)
 	return PEERMSG_REPLY;
 }
 
-/* One line from the peer.  With MACs on, verify and strip the MAC first. */
+/* A sealed line, in place: hex -> ciphertext and tag -> checked JSON text
+ * (NUL-terminated, *len updated).  -EINVAL for what is not hex of the right
+ * size, -EBADMSG for what does not authenticate under this line's nonce. */
+static int open_line(struct peer *p, char *line, size_t *len)
+{
+	uint8_t nonce[KCRYPTO_NONCE], *bin = (uint8_t *)line;
+	size_t n = *len / 2;
+	int rc;
+
+	if (*len % 2 || n <= KCRYPTO_TAG || n - KCRYPTO_TAG > PEER_MAX_PLAIN)
+		return -EINVAL;
+	line[*len] = 0;
+	/* unhexing in place is safe: byte i comes from digits 2i and 2i+1 */
+	if (peerauth_unhex(bin, n, line))
+		return -EINVAL;
+	peerauth_nonce(p->seq_rx, nonce);
+	rc = kcrypto_aead_open(&p->rx, nonce, bin, n, bin);
+	if (rc)
+		return rc;
+	p->seq_rx++;
+	*len = n - KCRYPTO_TAG;
+	line[*len] = 0;
+	return 0;
+}
+
+/* One line from the peer.  On a sealed channel, check and decrypt it first. */
 enum peermsg_kind peermsg_decode(struct peer *p, char *line, size_t len, struct peermsg *out)
 {
 	enum peermsg_kind k;
@@ -171,18 +219,17 @@ enum peermsg_kind peermsg_decode(struct peer *p, char *line, size_t len, struct 
 
 	memset(out, 0, sizeof(*out));
 
-	if (p->mac) {
-		uint64_t got;
+	if (p->sealed) {
+		int rc = open_line(p, line, &len);
 
-		if (len < 18 || line[len - 17] != ' ' || peerauth_hex_u64(line + len - 16, &got) ||
-		    got != peerauth_line_mac(&p->k_rx, p->seq_rx, line, len - 17)) {
-			snprintf(out->why, sizeof(out->why), "message %llu: bad MAC",
-				 (unsigned long long)p->seq_rx);
+		if (rc) {
+			snprintf(out->why, sizeof(out->why), "message %llu: %s",
+				 (unsigned long long)p->seq_rx,
+				 rc == -EBADMSG ? "does not authenticate (bad key, replayed, reordered or altered)"
+				 : rc == -EINVAL ? "not a sealed line"
+						 : strerror(-rc));
 			return PEERMSG_FAIL;
 		}
-		p->seq_rx++;
-		len -= 17;
-		line[len] = 0;
 	}
 	m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
 	if (!m || !json_is_object(m)) {

@@ -15,11 +15,13 @@
 
 #include "config.h"
 #include "proto.h"
-#include "siphash.h"
+#include "kcrypto.h"
 
 #define PEER_MAGIC 0x50454552u /* "PEER": a live struct peer */
-#define PEER_PROTO_VERSION 1
+#define PEER_PROTO_VERSION 2
 #define PEER_MAX_LINE 16384
+/* The longest JSON a sealed line carries: hex of ciphertext and tag. */
+#define PEER_MAX_PLAIN (PEER_MAX_LINE / 2 - KCRYPTO_TAG)
 #define PEER_MAX_HANDLERS 16
 #define PEER_MAX_LISTENERS 8
 #define PEER_MAX_PENDING 64           /* requests in flight per connection, each way */
@@ -86,8 +88,8 @@ struct peer {
 	uint8_t nonce[16], peer_nonce[16];
 	uint64_t peer_node;
 	bool got_hello, got_auth;
-	bool mac;                     /* lines carry MACs */
-	struct siphash_key k_tx, k_rx;
+	bool sealed;                  /* lines are sealed (AES-256-GCM); tx, rx set up */
+	struct kcrypto_aead tx, rx;
 	uint64_t seq_tx, seq_rx;
 	/* I/O */
 	struct proto_linebuf in;
@@ -108,11 +110,12 @@ struct peer_addr {
 struct peer_ctx {
 	struct ev_loop *loop;
 	uint64_t node;                /* this daemon's instance */
-	char listen_address[CONFIG_NAME_MAX];
+	char listen_address[CONFIG_NAME_MAX]; /* where it listens ("" = nowhere) */
+	char listen_cfg[CONFIG_NAME_MAX];     /* reference.listen_address as configured */
 	uint16_t listen_port;         /* the bound port (as configured, or chosen) */
 	bool have_secret;
 	bool usable;                  /* false: the secret could not be read */
-	struct siphash_key key;
+	uint8_t key[KCRYPTO_HASH];    /* the long-term key (HKDF PRK) */
 	char error[160];              /* what is wrong with the channel, "" if nothing */
 	struct {                      /* incoming connections turned away (justctl status) */
 		uint64_t address;     /* not from a configured peer's address */

@@ -193,6 +193,31 @@ void rdma_dev_close(struct rdma_dev *d)
 	memset(d, 0, sizeof(*d));
 }
 
+int rdma_dev_address(const char *name, unsigned port, int gid_index, char *out, size_t outlen,
+		     char *err, size_t errlen)
+{
+	struct rdma_dev d;
+	char dev_err[160];
+	int rc;
+
+	rc = rdma_dev_open(&d, name, port, gid_index, dev_err, sizeof(dev_err));
+	if (rc) {
+		snprintf(err, errlen, "the reference device: %s", dev_err);
+		return rc;
+	}
+	if (gid_v4mapped(&d.gid)) {
+		inet_ntop(AF_INET, d.gid.raw + 12, out, (socklen_t)outlen);
+	} else if (d.link_layer == IBV_LINK_LAYER_ETHERNET && d.gid.raw[0] != 0xfe) {
+		inet_ntop(AF_INET6, d.gid.raw, out, (socklen_t)outlen);
+	} else {
+		snprintf(err, errlen, "%s port %u GID %d is no routable IP address", d.name, d.port,
+			 d.gid_index);
+		rc = -EADDRNOTAVAIL;
+	}
+	rdma_dev_close(&d);
+	return rc;
+}
+
 int rdma_ep_create(struct rdma_ep *e, struct rdma_dev *d, size_t len, bool target, unsigned depth,
 		   bool notify, char *err, size_t errlen)
 {

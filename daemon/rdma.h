@@ -56,6 +56,12 @@ struct rdma_ep {
 int rdma_dev_open(struct rdma_dev *d, const char *name, unsigned port, int gid_index, char *err,
 		  size_t errlen);
 void rdma_dev_close(struct rdma_dev *d);
+/* The IP address behind a port's GID (as rdma_dev_open picks it): the
+ * IPv4 address of an IPv4-mapped RoCE v2 GID, else the IPv6 address of a
+ * global one.  0, or -errno with the reason in @err (no device, or a GID
+ * that is no routable IP address: InfiniBand, link-local). */
+int rdma_dev_address(const char *name, unsigned port, int gid_index, char *out, size_t outlen,
+		     char *err, size_t errlen);
 /* Port speed from ibv_port_attr (IBV_SPEED_* x IBV_WIDTH_*), bit/s; 0 when
  * not known. */
 uint64_t rdma_link_bps(uint8_t active_speed, uint8_t active_width);

@@ -97,6 +97,28 @@ static void show_controller(const json_t *c, FILE *out)
 	}
 }
 
+/* The daemon channel: where it listens and how it is protected. */
+static void show_channel(const json_t *ch, FILE *out)
+{
+	const char *listen = ctl_jstr(ch, "listen"), *enc = ctl_jstr(ch, "encryption");
+	const char *err = ctl_jstr(ch, "error");
+	char *where, *port;
+
+	if (!ch)
+		return;
+	port = ctl_field(ch, "port", ctl_fmt_plain);
+	where = listen ? ctl_xasprintf("%s port %s", listen, port)
+		       : ctl_xasprintf("%s", "not listening");
+	ctl_kv(out, "channel:",
+	       ctl_xasprintf("%s, %s%s%s", where,
+			     enc ? "authenticated, encrypted (" : "in the clear (no secret_file)",
+			     enc ? enc : "", enc ? ")" : ""));
+	if (err)
+		ctl_kv(out, "channel error:", ctl_xasprintf("%s", err));
+	free(where);
+	free(port);
+}
+
 void ctl_show_status(const json_t *reply, FILE *out)
 {
 	static const char *const head[] = { "DEVICE", "PORT", "GID", "MAX RATE", "CHUNK" };
@@ -151,6 +173,7 @@ void ctl_show_status(const json_t *reply, FILE *out)
 	free(b);
 	free(e);
 	free(f);
+	show_channel(json_object_get(ref, "channel"), out);
 	show_controller(c, out);
 
 	a = ctl_field(cnt, "clients", ctl_fmt_plain);

@@ -20,12 +20,15 @@ MEASURE_S=${MEASURE_S:-5}
 HZ=$(getconf CLK_TCK)
 mkdir -p "$O"
 
+head -c 32 /dev/urandom | base64 >"$O/secret"
+chmod 600 "$O/secret"
 conf() { # NAME DEVICE LISTEN PEER
 	cat >"$O/$1.json" <<EOT
 { "runtime_dir": "/run/$1", "state_dir": "$O/$1-state", "log_level": "warn",
   "qpwatch": false,
   "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "400Mbit" } ],
-  "reference": { "listen_address": "$3", "peers": [ { "address": "$4" } ], "always_on": true } }
+  "reference": { "listen_address": "$3", "peers": [ { "address": "$4" } ],
+                 "secret_file": "$O/secret", "always_on": true } }
 EOT
 }
 conf jd0 "$RXE_DEV0" "$RXE_IP0" "$RXE_IP1"

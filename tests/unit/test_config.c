@@ -170,7 +170,8 @@ static void defaults(void **state)
 	assert_int_equal(c.limits.max_flows, 4096);
 	assert_int_equal(c.limits.max_flows_per_client, 1024);
 	assert_int_equal(c.limits.max_request_bytes, 65536);
-	assert_string_equal(c.reference.listen_address, "0.0.0.0");
+	assert_string_equal(c.reference.listen_address, ""); /* the reference device's */
+	assert_false(c.reference.insecure_peers);
 	assert_int_equal(c.reference.listen_port, 7471);
 	assert_string_equal(c.reference.secret_file, "");
 	assert_int_equal(c.reference.period_us, 500);
@@ -209,7 +210,7 @@ static void derived_values(void **state)
 	(void)state;
 
 	parse_ok("{\"devices\": [{\"name\": \"rxe0\"}], \"apps\": [{\"comm\": \"x\"}],"
-		 " \"reference\": {\"peers\": [{\"address\": \"h\"}]}}",
+		 " \"reference\": {\"peers\": [{\"address\": \"h\"}], \"insecure_peers\": true}}",
 		 &c);
 	assert_int_equal(c.devices[0].port, 1);
 	assert_int_equal(c.devices[0].gid_index, -1);
@@ -487,7 +488,7 @@ static void dump_refuses_bad_strings(void **state)
 
 	/* the same deep inside arrays: no leaks on the way out */
 	parse_ok("{\"devices\": [{\"name\": \"a\"}, {\"name\": \"b\"}],"
-		 " \"reference\": {\"peers\": [{\"address\": \"h\", \"device\": \"a\"}]},"
+		 " \"reference\": {\"peers\": [{\"address\": \"h\", \"device\": \"a\"}], \"insecure_peers\": true},"
 		 " \"apps\": [{\"comm\": \"x\", \"class\": \"bw\"}]}",
 		 &c);
 	c.devices[1].name[0] = (char)0xc3;

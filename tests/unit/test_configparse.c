@@ -185,6 +185,21 @@ static const struct {
 	  "1:31: reference.secret_file: must be an absolute path, got \"secret\"" },
 	{ "{\"reference\": {\"listen_address\": \"localhost\"}}",
 	  "1:34: reference.listen_address: \"localhost\" is not an IP address" },
+	/* secure by default: another host needs a secret, or insecure_peers */
+	{ "{\"reference\": {\"peers\": [{\"address\": \"127.0.0.2\"},\n"
+	  "  {\"address\": \"10.0.0.2\"}]}}",
+	  "2:15: reference.peers[1].address: a peer on another host needs reference.secret_file "
+	  "(the channel is then authenticated and encrypted), or \"insecure_peers\": true to "
+	  "run it in the clear" },
+	{ "{\"reference\": {\"peers\": [{\"address\": \"::ffff:10.0.0.2\"}],"
+	  " \"insecure_peers\": false}}",
+	  "1:38: reference.peers[0].address: a peer on another host needs reference.secret_file "
+	  "(the channel is then authenticated and encrypted), or \"insecure_peers\": true to "
+	  "run it in the clear" },
+	{ "{\"reference\": {\"peers\": [{\"address\": \"peer.example.net\"}]}}",
+	  "1:38: reference.peers[0].address: a peer on another host needs reference.secret_file "
+	  "(the channel is then authenticated and encrypted), or \"insecure_peers\": true to "
+	  "run it in the clear" },
 	{ "{\"reference\": {\"peers\": [{\"address\": \"bad_host\"}]}}",
 	  "1:38: reference.peers[0].address: \"bad_host\" is not an IP address or host name" },
 	{ "{\"reference\": {\"peers\": [{\"address\": \"10.0.0.300\"}]}}",

@@ -39,7 +39,7 @@ static void box_init(struct box *b, uint64_t node)
 	snprintf(b->cfg.reference.listen_address, sizeof(b->cfg.reference.listen_address),
 		 "127.0.0.1");
 	b->cfg.reference.listen_port = 0;
-	assert_int_equal(peer_ctx_init(&b->pc, loop, &b->cfg, node), 0);
+	assert_int_equal(peer_ctx_init(&b->pc, loop, &b->cfg, node, NULL), 0);
 	b->d.loop = loop;
 	b->d.peer = &b->pc;
 }

@@ -32,7 +32,7 @@ conf() { # NAME DEVICE LISTEN PEER MAX_RATE LOOPBACK_CORRECTION POLL_US
   "log_level": "info",
   "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": $5 } ],
   "reference": {
-    "listen_address": "$3",
+    "listen_address": $([ -n "$3" ] && echo "\"$3\"" || echo null),
     "peers": [ { "address": "$4" } ],
     "secret_file": "$JV_OUT/secret",
     "always_on": true,
@@ -77,7 +77,8 @@ wait_for() {
 	return 1
 }
 
-conf jd0 "$RXE_DEV0" "$RXE_IP0" "$RXE_IP1" '"auto"' true 2000
+# jd0 listens where its reference device is (listen_address unset)
+conf jd0 "$RXE_DEV0" "" "$RXE_IP1" '"auto"' true 2000
 conf jd1 "$RXE_DEV1" "$RXE_IP1" "$RXE_IP0" "\"${MAXRATE}bit\"" false 0
 start_daemon jd0 && start_daemon jd1 || exit 1
 
@@ -89,6 +90,19 @@ for n in jd0 jd1; do
 		"$(st $n '"\(.controller.reference.state) \(.controller.current99_ns > 0) \(.controller.reference.channel.authenticated)"')"
 done
 expect_eq jd1.reference.peer "$RXE_IP0:7471" "$(st jd1 .controller.reference.peer)"
+expect_eq jd0.listen.reference.address "$RXE_IP0 AES-256-GCM" \
+	"$(st jd0 '"\(.controller.reference.channel.listen) \(.controller.reference.channel.encryption)"')"
+expect_eq jd0.listen.not.everywhere "" \
+	"$(ss -Hltn "sport = :7471" | awk '{ print $4 }' | grep -v -e "^$RXE_IP0:7471\$" -e "^$RXE_IP1:7471\$")"
+
+# ---- secure by default: a peer on another host and no secret is refused
+# (file:line:col), unless the configuration says insecure_peers
+echo "{ \"reference\": { \"peers\": [ { \"address\": \"$RXE_IP1\" } ] } }" >"$JV_OUT/clear.json"
+"$D" --check-config -c "$JV_OUT/clear.json" >"$JV_OUT/clear.out" 2>&1
+expect_eq config.clear.refused "1 yes" "$? $(grep -q "clear.json:1:.*reference.peers\[0\].address: a peer on another host needs reference.secret_file" "$JV_OUT/clear.out" && echo yes)"
+sed -i 's/} ] }/} ], "insecure_peers": true }/' "$JV_OUT/clear.json"
+"$D" --check-config -c "$JV_OUT/clear.json" >"$JV_OUT/clear2.out" 2>&1
+expect_eq config.clear.insecure.accepted 0 "$?"
 # jd0 subtracts a loopback probe on rxe0 from every sample (RPerf-style)
 expect_eq jd0.loopback.correction "true true" \
 	"$(st jd0 '"\(.controller.reference.loopback_correction) \(.controller.reference.loopback_ns > 0)"')"
@@ -123,14 +137,14 @@ hostile() { # FROM MODE
 		}
 		my $s = IO::Socket::INET->new(PeerAddr => $to, LocalAddr => $from, Timeout => 5)
 			or die "connect: $!";
-		my $hello = q({"v":1,"type":"hello","role":"client","node":"00000000000000ff",) .
+		my $hello = q({"v":2,"type":"hello","role":"client","node":"00000000000000ff",) .
 			    q("nonce":"000102030405060708090a0b0c0d0e0f","auth":true}) . "\n";
 		if ($mode eq "garbage") { print $s "not json\n"; }
 		elsif ($mode eq "badmac") {
-			print $s $hello . q({"v":1,"type":"auth","mac":"0000000000000000"}) . "\n";
+			print $s $hello . q({"v":2,"type":"auth","mac":") . ("0" x 64) . q("}) . "\n";
 		}
 		elsif ($mode eq "long") { print $s $hello . ("x" x 20000) . "\n"; }
-		elsif ($mode eq "truncated") { print $s q({"v":1,"type":"hel); }
+		elsif ($mode eq "truncated") { print $s q({"v":2,"type":"hel); }
 		my $buf;
 		1 while sysread($s, $buf, 4096); # until the daemon closes it
 	' "$1" "$RXE_IP0:7471" "$2"
@@ -149,8 +163,8 @@ expect_eq hostile.refused.counted "true true true" \
 	"$(jq -r '"\(.address >= 1) \(.limit >= 150) \(.protocol >= 4)"' "$JV_OUT/refused.json")"
 expect_eq hostile.jd0.log yes "$(grep -q 'authentication failed' "$JV_OUT/jd0.log" && echo yes)"
 wait_for jd1 ".controller.reference.state == \"up\" and .controller.reference.samples > $samples0 + 100" 20
-expect_eq hostile.peer.unaffected "up true" \
-	"$(st jd1 '"\(.controller.reference.state) \(.controller.reference.channel.authenticated)"')"
+expect_eq hostile.peer.unaffected "up true AES-256-GCM" \
+	"$(st jd1 '"\(.controller.reference.state) \(.controller.reference.channel.authenticated) \(.controller.reference.channel.encryption)"')"
 rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$PID_jd0/status")
 echo "hostile peer: jd0 RSS $rss0 -> $rss1 kB"
 expect_eq hostile.rss.bounded yes \
