@@ -420,6 +420,7 @@ SECTION(reference, 0, NULL, check_reference);
 
 static const struct field controller_fields[] = {
 	{ "target99_us", T_INT, AT(struct config_controller, target99_us), 1, 10000000 },
+	{ "target99_over_base", T_BOOL, AT(struct config_controller, target99_over_base) },
 	{ "additive_step", T_RATE, AT(struct config_controller, additive_step_bps) },
 	{ "one_flow_per_app", T_BOOL, AT(struct config_controller, one_flow_per_app) },
 	{ "unattainable_policy", T_ENUM, AT(struct config_controller, unattainable_policy),

@@ -102,6 +102,7 @@ struct config_reference {
 
 struct config_controller {
 	uint32_t target99_us;
+	bool target99_over_base; /* Target99 = the reference flow's base latency + target99_us */
 	uint64_t additive_step_bps; /* 0 = "auto" */
 	bool one_flow_per_app;
 	enum config_unattainable unattainable_policy;

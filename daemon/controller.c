@@ -99,6 +99,23 @@ static void publish_global(struct ctrl *c, uint32_t n_latency)
 
 /* One period; @control: run the AIMD step (a kick after a registration
  * only redistributes). */
+/* The reference flow's base latency: the least sample of the current and
+ * the previous epoch (5-10 s), so that it follows a changed path within
+ * 10 s but a load shorter than that does not lift it. */
+static void track_base(struct ctrl *c, uint64_t least_new, uint64_t now)
+{
+	if (least_new == UINT64_MAX)
+		return;
+	if (!c->base_epoch_ns || now - c->base_epoch_ns >= CTRL_BASE_EPOCH_NS) {
+		c->base_prev_ns = c->base_epoch_ns ? c->base_cur_ns : least_new;
+		c->base_cur_ns = least_new;
+		c->base_epoch_ns = now;
+	} else if (least_new < c->base_cur_ns) {
+		c->base_cur_ns = least_new;
+	}
+	c->base_ns = c->base_cur_ns < c->base_prev_ns ? c->base_cur_ns : c->base_prev_ns;
+}
+
 static void step(struct ctrl *c, uint64_t now, bool control)
 {
 	struct daemon *d = c->d;
@@ -151,6 +168,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	if (want && !c->wanted) {
 		quantile_reset(&c->win); /* old samples describe another situation */
 		c->last_total = c->win.total;
+		c->base_ns = c->base_cur_ns = c->base_prev_ns = c->base_epoch_ns = 0;
 	}
 	c->wanted = want;
 	if (c->ref_ok) {
@@ -161,8 +179,13 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	/* the measurement: new samples, or a probe outstanding for longer than
 	 * the target (then the latency is known to exceed it) */
 	fresh = c->win.total != c->last_total;
+	if (fresh)
+		track_base(c, quantile_min_newest(&c->win, (uint32_t)(c->win.total - c->last_total)),
+			   now);
+	c->target99_ns = (uint64_t)cfg->controller.target99_us * 1000 +
+			 (cfg->controller.target99_over_base ? c->base_ns : 0);
 	met_now = fresh && quantile_max_newest(&c->win, (uint32_t)(c->win.total - c->last_total)) <=
-				   (uint64_t)cfg->controller.target99_us * 1000;
+				   c->target99_ns;
 	c->last_total = c->win.total;
 	/* samples older than max_age_ms describe another moment: one long
 	 * violation would hold Current99 (and SafeUtil at its floor) for the
@@ -179,7 +202,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	{
 		uint64_t age = refflow_outstanding_ns(&c->ref, now);
 
-		if (age > (uint64_t)cfg->controller.target99_us * 1000) {
+		if (age > c->target99_ns) {
 			fresh = true;
 			met_now = false;
 			cur = age > cur ? age : cur;
@@ -197,7 +220,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 		.max_rate_bps = c->max_rate_bps,
 		.step_bps = cfg->controller.additive_step_bps,
 		.period_ns = period_ns(c),
-		.target99_ns = (uint64_t)cfg->controller.target99_us * 1000,
+		.target99_ns = c->target99_ns,
 		.delta_ns = (uint64_t)cfg->controller.unattainable_delta_ms * 1000000,
 		.stale_ns = (uint64_t)cfg->controller.stale_ms * 1000000,
 		.ignore_latency =

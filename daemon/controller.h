@@ -31,6 +31,7 @@
 #define CTRL_ACTIVE_PERIODS 20         /* active: counters grew within 20 periods */
 #define CTRL_ACTIVE_MIN_NS 100000000ull /* ... and at least 100 ms */
 #define CTRL_POLL_PERIODS 4            /* read the shims' counters every 4 periods */
+#define CTRL_BASE_EPOCH_NS 5000000000ull /* base latency: least sample of 5-10 s */
 
 /* What the controller publishes (filled by the isolation controller; until
  * a reference flow runs, "current99_ns" stays 0 = no measurement). */
@@ -83,6 +84,9 @@ struct ctrl {
 	struct flow **fp;
 	size_t cap;
 	uint64_t last_total;            /* window samples at the last step */
+	uint64_t target99_ns;           /* Target99 in force (over the base, if so configured) */
+	uint64_t base_ns;               /* the reference flow's base latency, 0: none yet */
+	uint64_t base_cur_ns, base_prev_ns, base_epoch_ns; /* its two epochs' minima */
 	bool have99;
 	uint64_t current99_ns, p50_ns, p999_ns;
 	struct aimd_counts n;           /* logical counts of the last step */

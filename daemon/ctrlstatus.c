@@ -120,6 +120,11 @@ void ctrl_status(struct ctrl *c, json_t *o)
 	if (!o)
 		return;
 	json_object_set_new(o, "safe_util_bps", jnull_or(c->aimd.safe_util_bps));
+	if (c->target99_ns)
+		json_object_set_new(o, "target99_ns", json_integer((json_int_t)c->target99_ns));
+	json_object_set_new(o, "base_ns", jnull_or(c->base_ns));
+	json_object_set_new(o, "target99_over_base",
+			    json_boolean(cfg->controller.target99_over_base));
 	json_object_set_new(o, "max_rate_bps", jnull_or(c->max_rate_bps));
 	json_object_set_new(o, "max_rate_source", json_string(c->max_rate_src));
 	json_object_set_new(o, "device", c->dev[0] ? json_pack("{s:s, s:i}", "name", c->dev, "port",

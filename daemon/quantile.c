@@ -222,6 +222,21 @@ uint64_t quantile_max_newest(const struct quantile *q, uint32_t k)
 	return max;
 }
 
+uint64_t quantile_min_newest(const struct quantile *q, uint32_t k)
+{
+	uint64_t min = UINT64_MAX;
+
+	if (k > q->n)
+		k = q->n;
+	for (uint32_t i = q->n - k; i < q->n; i++) {
+		uint32_t slot = (uint32_t)(((uint64_t)q->head + i) % q->cap);
+
+		if (q->node[slot].v < min)
+			min = q->node[slot].v;
+	}
+	return min;
+}
+
 int quantile_resize(struct quantile *q, uint32_t cap)
 {
 	struct quantile nq;

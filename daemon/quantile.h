@@ -54,6 +54,8 @@ uint32_t quantile_expire(struct quantile *q, uint64_t t_ns);
 /* The largest of the newest @k samples (all of them when k > n); 0 when
  * the window is empty or k is 0.  O(k). */
 uint64_t quantile_max_newest(const struct quantile *q, uint32_t k);
+/* The least of the newest @k samples (UINT64_MAX when there are none). */
+uint64_t quantile_min_newest(const struct quantile *q, uint32_t k);
 static inline uint32_t quantile_count(const struct quantile *q)
 {
 	return q->n;

@@ -258,6 +258,67 @@ static void flows_and_rates(void **state)
 	assert_int_equal(quantile_count(&c.win), 2000);
 }
 
+/* A long path (10 ms of base latency, as over a WAN): with an absolute
+ * Target99 of 100 us SafeUtil halves on every window although nothing
+ * competes; with target99_over_base the target is base + 100 us, so only a
+ * rise above the base counts. */
+static void target_over_base(void **state)
+{
+	int err;
+	struct proc *a = flows_proc_new(&d.flows, 200, 0, "lat", &err);
+	struct proc *b = flows_proc_new(&d.flows, 201, 0, "bw", &err);
+	struct flow *l, *bw;
+	uint64_t now = daemon_now_ns();
+
+	l = reg(a, "tst0", "latency", 11, 1);
+	bw = reg(b, "tst0", "bandwidth", 12, 1);
+	(void)l;
+	for (int i = 0; i < 2 * CTRL_POLL_PERIODS; i++) {
+		post(bw, 65536);
+		now = periods(now, 1);
+	}
+	assert_true(c.n.lat >= 1);
+	/* a new path: the earlier tests' 10 us samples are not its base */
+	c.base_ns = c.base_cur_ns = c.base_prev_ns = c.base_epoch_ns = 0;
+
+	/* absolute: 10 ms is a violation */
+	for (int i = 0; i < 200; i++)
+		sample(10000000 + (uint64_t)(i % 50) * 1000);
+	now = periods(now, 1);
+	assert_int_equal(c.target99_ns, 100000);
+	assert_int_equal(c.aimd.action, AIMD_DECREASE);
+	assert_true(c.aimd.safe_util_bps < MAXRATE);
+	assert_int_equal(c.base_ns, 10000000);
+
+	/* over the base: the same path meets a target of base + 100 us, and
+	 * SafeUtil climbs back */
+	d.cfg.controller.target99_over_base = true;
+	for (int k = 0; k < 400; k++) {
+		for (int i = 0; i < 5; i++)
+			sample(10000000 + (uint64_t)((k + i) % 50) * 1000);
+		post(bw, 65536);
+		now = periods(now, 1);
+		assert_int_not_equal(c.aimd.action, AIMD_DECREASE);
+	}
+	assert_int_equal(c.target99_ns, 10100000);
+	assert_int_equal(c.aimd.safe_util_bps, MAXRATE);
+	{
+		json_t *o = json_object();
+
+		ctrl_status(&c, o);
+		assert_int_equal(json_integer_value(json_object_get(o, "target99_ns")), 10100000);
+		assert_int_equal(json_integer_value(json_object_get(o, "base_ns")), 10000000);
+		assert_true(json_is_true(json_object_get(o, "target99_over_base")));
+		json_decref(o);
+	}
+	/* a rise of 0.5 ms above the base is a violation again */
+	for (int i = 0; i < 200; i++)
+		sample(10500000);
+	now = periods(now, 1);
+	assert_int_equal(c.aimd.action, AIMD_DECREASE);
+	d.cfg.controller.target99_over_base = false;
+}
+
 static void status_object(void **state)
 {
 	json_t *o = json_pack("{s:s, s:{s:s}}", "mode", "normal", "reference", "state", "off");
@@ -369,6 +430,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(nothing_registered),
 		cmocka_unit_test(flows_and_rates),
+		cmocka_unit_test(target_over_base),
 		cmocka_unit_test(status_object),
 		cmocka_unit_test(trace),
 		cmocka_unit_test(calibrate_arguments),

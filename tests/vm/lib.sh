@@ -245,6 +245,22 @@ jv_daemon_start() {
 	done
 }
 
+# jv_delay MS: from now on every link (vethI) delays what it sends by MS
+# milliseconds (netem; fractional allowed); 0 takes the delay away.  The
+# case's exit does not undo it: call jv_delay 0 before the end.
+jv_delay() {
+	local i dev
+	modprobe sch_netem 2>/dev/null
+	for ((i = 0; i < ${RXE_HOSTS:-2}; i++)); do
+		dev=veth$i
+		if [[ $1 == 0 ]]; then
+			tc qdisc del dev "$dev" root 2>/dev/null
+		else
+			tc qdisc replace dev "$dev" root netem delay "${1}ms" limit 100000 || return 1
+		fi
+	done
+}
+
 jv_summary() {
 	echo "$JV_PASSED passed, $JV_FAILED failed${JV_FAILURES[*]:+ (${JV_FAILURES[*]})}"
 	((JV_FAILED == 0))

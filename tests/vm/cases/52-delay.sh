@@ -1,0 +1,89 @@
+#!/bin/bash
+# A long path (issue 14's RDMA over WAN delay): netem delays every link by
+# 5 ms one way (jv_delay), so a round trip takes 10 ms and more.  Verbs keep
+# working (ib_send_lat's median is at least the 10 ms), and the controller
+# with target99_over_base keeps SafeUtil at MaxRate while nothing competes:
+# its target is the measured base plus target99_us.  The same path with an
+# absolute Target99 of 1 ms halves SafeUtil on every window (the contrast
+# that makes the test able to fail).
+. tests/vm/lib.sh
+. tests/vm/shimlib.sh
+D=$PWD/build/justitiad
+C=$PWD/build/justctl
+R=$PWD/build/tests/flowreg
+DELAY_MS=5
+head -c 32 /dev/urandom | base64 >"$JV_OUT/secret"
+chmod 600 "$JV_OUT/secret"
+
+conf() { # NAME DEVICE PEER OVER_BASE
+	cat >"$JV_OUT/$1.json" <<EOT
+{ "runtime_dir": "/run/$1", "state_dir": "$JV_OUT/$1-state", "qpwatch": false,
+  "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "400Mbit" } ],
+  "reference": { "peers": [ { "address": "$3" } ], "secret_file": "$JV_OUT/secret",
+                 "always_on": true, "window": 400 },
+  "controller": { "target99_us": 1000, "target99_over_base": $4 } }
+EOT
+}
+st() { "$C" -s "/run/$1/justitiad.sock" --json status | jq -r "$2"; }
+wait_for() { # NAME JQ SECONDS
+	local i
+	for i in $(seq $(($3 * 5))); do
+		[ "$(st "$1" "$2" 2>/dev/null)" = true ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+jv_delay $DELAY_MS || { _jv_result netem.on 0 "tc netem failed"; jv_summary; exit 1; }
+expect_eq netem.on yes "$(tc qdisc show dev veth0 | grep -q "netem.*delay ${DELAY_MS}" && echo yes)"
+
+# verbs over the long path
+run_pair sendlat.delay 18621 ib_send_lat -d "$RXE_DEV0" -x "$RXE_GID" -p 18621 -n 50 -- \
+	ib_send_lat -d "$RXE_DEV1" -x "$RXE_GID" -p 18621 -n 50 "$RXE_IP0"
+p50=$(awk '$1 == 2 { print $5 }' "$JV_OUT/sendlat.delay.client.out")
+echo "ib_send_lat over ${DELAY_MS} ms each way: t_typical ${p50:-?} us (one way, half the round trip)"
+expect_eq sendlat.delay.median yes \
+	"$(awk -v v="${p50:-0}" -v d=$DELAY_MS 'BEGIN { print (v >= d * 1000 ? "yes" : "no: " v " us") }')"
+
+# jd0 absolute Target99, jd1 over the base; each with a latency flow
+conf jd0 "$RXE_DEV0" "$RXE_IP1" false
+conf jd1 "$RXE_DEV1" "$RXE_IP0" true
+"$D" -c "$JV_OUT/jd0.json" >"$JV_OUT/jd0.log" 2>&1 &
+JD0=$!
+"$D" -c "$JV_OUT/jd1.json" >"$JV_OUT/jd1.log" 2>&1 &
+JD1=$!
+for n in jd0 jd1; do
+	for _ in $(seq 100); do [ -S /run/$n/justitiad.sock ] && break; sleep 0.05; done
+done
+"$R" /run/jd0/justitiad.sock 1 -c latency -d "$RXE_DEV0" -t 60 >"$JV_OUT/lat0.out" 2>&1 &
+L0=$!
+"$R" /run/jd1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t 60 >"$JV_OUT/lat1.out" 2>&1 &
+L1=$!
+for n in jd0 jd1; do
+	wait_for $n '.controller.reference.state == "up" and .controller.reference.samples > 300' 40 ||
+		echo "$n: reference flow not up: $(st $n .controller.reference)"
+done
+sleep 3
+for n in jd0 jd1; do
+	st $n .controller >"$JV_OUT/$n.controller.json"
+	echo "$n: $(jq -c '{target99_ns, base_ns, current99_ns, safe_util_bps, max_rate_bps, decreases, over: .target99_over_base}' "$JV_OUT/$n.controller.json")"
+done
+expect_eq delay.base.measured yes \
+	"$(jq -r --argjson d $((2 * DELAY_MS * 1000000)) 'if .base_ns >= $d then "yes" else "no: \(.base_ns)" end' "$JV_OUT/jd1.controller.json")"
+expect_eq delay.over_base.target yes \
+	"$(jq -r 'if .target99_ns == .base_ns + 1000000 then "yes" else "no: \(.target99_ns) vs \(.base_ns)" end' "$JV_OUT/jd1.controller.json")"
+expect_eq delay.over_base.safe_util.at.max yes \
+	"$(jq -r 'if .safe_util_bps == .max_rate_bps then "yes" else "no: \(.safe_util_bps) of \(.max_rate_bps)" end' "$JV_OUT/jd1.controller.json")"
+expect_eq delay.absolute.collapses yes \
+	"$(jq -r 'if .safe_util_bps < .max_rate_bps and .target99_ns == 1000000 then "yes" else "no: \(.safe_util_bps) target \(.target99_ns)" end' "$JV_OUT/jd0.controller.json")"
+
+kill $L0 $L1 2>/dev/null
+wait $L0 $L1 2>/dev/null
+kill -TERM $JD0 $JD1
+rc0=0 rc1=0
+wait $JD0 || rc0=$?
+wait $JD1 || rc1=$?
+expect_eq delay.daemons.exit.clean "0 0" "$rc0 $rc1"
+jv_delay 0
+expect_eq netem.off yes "$(tc qdisc show dev veth0 | grep -q netem || echo yes)"
+jv_summary
