@@ -7,6 +7,7 @@
 #define JUSTITIA_BENCH_REPORT_H
 
 #include "bench_flow.h"
+#include "bench_mode.h"
 #include "bench_run.h"
 #include "bench_stats.h"
 
@@ -23,6 +24,8 @@ struct bench_flow_result {
 	struct bench_summary lat;
 	bool rperf;
 	struct bench_summary probe, corrected;
+	bool pollcost; /* --mode poll-cost */
+	struct bench_pollcost_summary pc;
 	bool server; /* the server's counts are known */
 	uint64_t server_msgs, server_bytes, server_cpu_ns;
 	unsigned classified; /* QPs justitia_set_qp_class() accepted */
@@ -35,6 +38,7 @@ struct bench_results {
 	char peer[256];	   /* server address, or the other device */
 	int gid_index;
 	bool rperf;
+	enum bench_mode bench_mode; /* --mode */
 	bool shim;	   /* justitia_set_qp_class() present */
 	char description[256];
 	size_t n;

@@ -74,7 +74,8 @@ struct client {
 };
 
 static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
-			const struct bench_flow *flows, size_t n, char *err, size_t errlen)
+			enum bench_mode mode, const struct bench_flow *flows, size_t n, char *err,
+			size_t errlen)
 {
 	size_t k = 0;
 	int rc;
@@ -109,6 +110,7 @@ static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
 			struct bench_worker *w = &c->w[k];
 
 			w->flow = f;
+			w->pollcost = mode == BENCH_MODE_POLL_COST;
 			rc = bench_qp_create(&w->qp, &c->dev, &cfg, err, errlen);
 			if (!rc && rperf && f->cls == BENCH_LAT)
 				rc = bench_worker_setup_probe(w, &c->dev, e->classify, err, errlen);
@@ -213,9 +215,9 @@ static int client_results(struct client *c, int fd, const struct bench_flow *flo
 	return rc;
 }
 
-int bench_client_session(const struct bench_end *e, bool rperf, const struct bench_flow *flows,
-			 size_t n, int fd, atomic_bool *stop, struct bench_results *res,
-			 char *err, size_t errlen)
+int bench_client_session(const struct bench_end *e, bool rperf, enum bench_mode mode,
+			 const struct bench_flow *flows, size_t n, int fd, atomic_bool *stop,
+			 struct bench_results *res, char *err, size_t errlen)
 {
 	struct client *c = calloc(1, sizeof(*c));
 	int rc;
@@ -235,8 +237,9 @@ int bench_client_session(const struct bench_end *e, bool rperf, const struct ben
 	snprintf(res->device, sizeof(res->device), "%s", c->dev.name);
 	res->gid_index = c->dev.gid_index;
 	res->rperf = rperf;
+	res->bench_mode = mode;
 	res->shim = bench_classify_available();
-	rc = client_setup(c, e, rperf, flows, n, err, errlen);
+	rc = client_setup(c, e, rperf, mode, flows, n, err, errlen);
 	if (!rc)
 		rc = client_connect(c, fd, err, errlen);
 	if (!rc)

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "../../tools/bench_flow.c"
+#include "../../tools/bench_mode.c"
+#include "../../tools/bench_pollcost.c"
 #include "../../tools/bench_report.c"
 #include "../../tools/bench_stats.c"
 
@@ -76,6 +78,25 @@ static void collect(void **state)
 	assert_int_equal(r.elapsed_ns, 3000);
 	assert_int_equal(r.lat.count, 1);
 	assert_int_equal(r.lat.p999, 7);
+	/* poll-cost: each QP's poll samples merged, summarized and freed */
+	memset(&r, 0, sizeof(r));
+	fill_worker(&w[0], 1000, 2000, 1, 2, 1, 8);
+	fill_worker(&w[1], 1000, 3000, 1, 2, 1, 8);
+	for (int i = 0; i < 2; i++) {
+		w[i].pollcost = true;
+		bench_pollcost_init(&w[i].pc);
+		for (uint64_t k = 1; k <= 50; k++)
+			assert_int_equal(bench_samples_add(&w[i].pc.hit, k + 50 * (uint64_t)i), 0);
+		assert_int_equal(bench_samples_add(&w[i].pc.empty, 7), 0);
+	}
+	assert_int_equal(bench_result_collect(&r, w, 2), 0);
+	assert_true(r.pollcost);
+	assert_int_equal(r.pc.hit.count, 100);
+	assert_int_equal(r.pc.hit.p50, 50);
+	assert_int_equal(r.pc.hit.p99, 99);
+	assert_int_equal(r.pc.empty.count, 2);
+	assert_int_equal(r.pc.inflight.count, 0);
+	assert_null(w[1].pc.hit.v);
 	/* nothing at all: zeros, no division by zero */
 	memset(&r, 0, sizeof(r));
 	fill_worker(&w[0], 0, 0, 1, 0, 1, 2);
@@ -107,6 +128,11 @@ static struct bench_results *sample_results(void)
 	r->rperf = true;
 	r->probe = (struct bench_summary){ 1000, 10000, 11000, 11000, 12000, 13000, 14000 };
 	r->corrected = (struct bench_summary){ 1000, 9000, 14000, 13000, 48000, 77000, 86000 };
+	r->pollcost = true;
+	r->pc.empty = (struct bench_summary){ 1000, 40, 60, 50, 90, 200, 300 };
+	r->pc.inflight = (struct bench_summary){ 990, 45, 65, 55, 95, 210, 310 };
+	r->pc.hit = (struct bench_summary){ 1000, 80, 110, 100, 150, 400, 500 };
+	r->pc.clock = (struct bench_summary){ 10000, 20, 25, 24, 30, 90, 1000 };
 	r->server = true;
 	r->server_msgs = 1000;
 	r->server_bytes = 2000;
@@ -138,6 +164,7 @@ static void json_schema(void **state)
 	assert_true(json_is_false(json_object_get(doc, "shim")));
 	assert_true(json_is_true(json_object_get(doc, "rperf")));
 	assert_null(json_object_get(doc, "description"));
+	assert_string_equal(json_string_value(json_object_get(doc, "bench_mode")), "flows");
 	assert_int_equal(json_array_size(json_object_get(doc, "flows")), 2);
 	f = json_array_get(json_object_get(doc, "flows"), 0);
 	assert_int_equal(json_unpack_ex(f, &je, 0,
@@ -161,12 +188,27 @@ static void json_schema(void **state)
 	assert_true(json_is_null(json_object_get(f, "error")));
 	l = json_object_get(f, "latency_ns");
 	assert_int_equal(json_object_size(l), 7);
+	l = json_object_get(f, "poll_cost");
+	assert_int_equal(json_object_size(l), 4);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "hit_ns"), "p99")),
+			 150);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l,
+									     "inflight_empty_ns"),
+							     "samples")),
+			 990);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "empty_ns"),
+							     "p50")),
+			 50);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "clock_ns"),
+							     "max")),
+			 1000);
 	f = json_array_get(json_object_get(doc, "flows"), 1);
 	assert_int_equal(json_unpack_ex(f, &je, 0, "{s:b, s:s}", "ok", &ok, "error", &err), 0);
 	assert_false(ok);
 	assert_string_equal(err, "QP 0: completion error: retry counter exceeded");
 	assert_null(json_object_get(f, "server"));
 	assert_null(json_object_get(f, "rperf"));
+	assert_null(json_object_get(f, "poll_cost"));
 	assert_string_equal(json_string_value(json_object_get(f, "class")), "bandwidth");
 	assert_int_equal(json_integer_value(json_object_get(f, "size")), 1048576);
 	assert_true(bench_results_failed(res));
@@ -197,6 +239,8 @@ static void table(void **state)
 			       "0.0000     20.0     24.0     60.0     90.0    100.0  99.0\n"));
 	assert_non_null(strstr(text, "  rperf corrected latency:   min 9.0  p50 13.0  p99 48.0  "
 				     "p99.9 77.0  max 86.0 us (1000)\n"));
+	assert_non_null(strstr(text, "  poll returning 1:          min 80  p50 100  p99 150  max 500 "
+				     "ns per call (1000)\n"));
 	assert_non_null(strstr(text, "  FAILED: QP 0: completion error: retry counter exceeded\n"));
 	assert_non_null(strstr(text, "\n{\n  \"version\": 1,\n"));
 	free(text);
