@@ -55,14 +55,33 @@ int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, si
 	return rc;
 }
 
+static double per_ns(uint64_t n, double scale, uint64_t ns)
+{
+	return ns ? (double)n * scale / (double)ns : 0;
+}
+
 double bench_result_mops(const struct bench_flow_result *r)
 {
-	return r->elapsed_ns ? (double)r->msgs * 1e3 / (double)r->elapsed_ns : 0;
+	return per_ns(r->msgs, 1e3, r->elapsed_ns);
 }
 
 double bench_result_gbps(const struct bench_flow_result *r)
 {
-	return r->elapsed_ns ? (double)r->bytes * 8 / (double)r->elapsed_ns : 0;
+	return per_ns(r->bytes, 8, r->elapsed_ns);
+}
+
+void bench_result_aggregate(const struct bench_flow_result *r, struct bench_aggregate *out)
+{
+	out->msgs = r->msgs;
+	out->bytes = r->bytes;
+	out->mops = bench_result_mops(r);
+	out->gbps = bench_result_gbps(r);
+	if (!r->reverse)
+		return;
+	out->msgs += r->rev.msgs;
+	out->bytes += r->rev.bytes;
+	out->mops += per_ns(r->rev.msgs, 1e3, r->rev.elapsed_ns);
+	out->gbps += per_ns(r->rev.bytes, 8, r->rev.elapsed_ns);
 }
 
 double bench_result_cpu_pct(uint64_t cpu_ns, const struct bench_flow_result *r)
@@ -73,7 +92,7 @@ double bench_result_cpu_pct(uint64_t cpu_ns, const struct bench_flow_result *r)
 bool bench_results_failed(const struct bench_results *res)
 {
 	for (size_t i = 0; i < res->n; i++)
-		if (res->flows[i].error[0])
+		if (res->flows[i].error[0] || (res->flows[i].reverse && res->flows[i].rev.error[0]))
 			return true;
 	return false;
 }
@@ -135,6 +154,21 @@ void bench_report_table(FILE *out, const struct bench_results *res)
 			summary_line(out, "rperf loopback probe:", &r->probe);
 			summary_line(out, "rperf corrected latency:", &r->corrected);
 		}
+		if (r->reverse) {
+			const struct bench_wire_reverse *v = &r->rev;
+			struct bench_aggregate a;
+
+			bench_result_aggregate(r, &a);
+			fprintf(out, "  reverse (server -> client): %llu msgs  %.4f Mops/s  %.4f "
+				     "Gbit/s  p50 %.1f  p99 %.1f us\n",
+				(unsigned long long)v->msgs, per_ns(v->msgs, 1e3, v->elapsed_ns),
+				per_ns(v->bytes, 8, v->elapsed_ns), us(v->lat.p50), us(v->lat.p99));
+			fprintf(out, "  both directions:            %llu msgs  %.4f Mops/s  %.4f "
+				     "Gbit/s\n",
+				(unsigned long long)a.msgs, a.mops, a.gbps);
+			if (v->error[0])
+				fprintf(out, "  REVERSE FAILED: %s\n", v->error);
+		}
 		if (r->pollcost) {
 			summary_ns(out, "poll, empty CQ:", &r->pc.empty);
 			summary_ns(out, "poll, empty, in flight:", &r->pc.inflight);
@@ -161,6 +195,26 @@ static json_t *summary_json(const struct bench_summary *s)
 			 (json_int_t)s->min, "mean", (json_int_t)s->mean, "p50", (json_int_t)s->p50,
 			 "p99", (json_int_t)s->p99, "p999", (json_int_t)s->p999, "max",
 			 (json_int_t)s->max);
+}
+
+static json_t *reverse_json(const struct bench_flow_result *r)
+{
+	const struct bench_wire_reverse *v = &r->rev;
+	struct bench_aggregate a;
+	json_t *o;
+
+	bench_result_aggregate(r, &a);
+	o = json_pack("{sb sI sI sI sI sf sf sf so}", "ok", !v->error[0], "msgs",
+		      (json_int_t)v->msgs, "posts", (json_int_t)v->posts, "bytes",
+		      (json_int_t)v->bytes, "elapsed_ns", (json_int_t)v->elapsed_ns, "mops",
+		      per_ns(v->msgs, 1e3, v->elapsed_ns), "gbps", per_ns(v->bytes, 8, v->elapsed_ns),
+		      "cpu_pct", per_ns(v->cpu_ns, 100, v->elapsed_ns), "latency_ns",
+		      summary_json(&v->lat));
+	if (o && set(o, "error", v->error[0] ? json_string(v->error) : json_null())) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static json_t *flow_json(const struct bench_flow_result *r)
@@ -194,6 +248,15 @@ static json_t *flow_json(const struct bench_flow_result *r)
 	if (r->rperf)
 		bad |= set(o, "rperf", json_pack("{so so}", "probe_ns", summary_json(&r->probe),
 						 "corrected_ns", summary_json(&r->corrected)));
+	if (r->reverse) {
+		struct bench_aggregate a;
+
+		bench_result_aggregate(r, &a);
+		bad |= set(o, "reverse", reverse_json(r));
+		bad |= set(o, "aggregate",
+			   json_pack("{sI sI sf sf}", "msgs", (json_int_t)a.msgs, "bytes",
+				     (json_int_t)a.bytes, "mops", a.mops, "gbps", a.gbps));
+	}
 	if (r->pollcost)
 		bad |= set(o, "poll_cost",
 			   json_pack("{so so so so}", "empty_ns", summary_json(&r->pc.empty),

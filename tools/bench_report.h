@@ -26,6 +26,8 @@ struct bench_flow_result {
 	struct bench_summary probe, corrected;
 	bool pollcost; /* --mode poll-cost */
 	struct bench_pollcost_summary pc;
+	bool reverse; /* --mode bidir: what the server's flow towards the client did */
+	struct bench_wire_reverse rev;
 	bool server; /* the server's counts are known */
 	uint64_t server_msgs, server_bytes, server_cpu_ns;
 	unsigned classified; /* QPs justitia_set_qp_class() accepted */
@@ -51,10 +53,18 @@ struct bench_results {
  */
 int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, size_t n);
 
+/* --mode bidir: both directions of a flow together, each direction's rate over its own time. */
+struct bench_aggregate {
+	uint64_t msgs, bytes;
+	double mops, gbps;
+};
+
 double bench_result_mops(const struct bench_flow_result *r);
 double bench_result_gbps(const struct bench_flow_result *r);
 double bench_result_cpu_pct(uint64_t cpu_ns, const struct bench_flow_result *r);
-/* Whether any flow failed. */
+/* The sums of r's two directions (only the forward one without a reverse). */
+void bench_result_aggregate(const struct bench_flow_result *r, struct bench_aggregate *out);
+/* Whether any flow (or its reverse) failed. */
 bool bench_results_failed(const struct bench_results *res);
 
 void bench_report_table(FILE *out, const struct bench_results *res);

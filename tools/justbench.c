@@ -194,8 +194,6 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 			if (bench_mode_parse(optarg, &o->bench_mode))
 				return usage_error("unknown mode \"%s\" (flows, poll-cost or bidir)",
 						   optarg);
-			if (o->bench_mode == BENCH_MODE_BIDIR)
-				return usage_error("--mode bidir: not implemented yet");
 			break;
 		case 'h':
 			usage(stdout);

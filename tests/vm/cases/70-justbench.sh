@@ -10,6 +10,9 @@
 #  - --mode poll-cost, plain and under the shim in local mode: every kind of poll (empty,
 #    empty in flight, the hit, the clock's floor) measured, non-negative, one hit per message;
 #    the numbers are printed side by side, not ordered (the testbed's ticks land anywhere);
+#  - --mode bidir, local plain and under the shim, and client/server plain and under the shim:
+#    both directions of every flow moved bytes (counts consistent as forward ones), the
+#    aggregate is the sum of the two directions;
 #  - the paper's core scenario: a latency flow alone, then one next to a 1 MB WRITE bandwidth
 #    flow, plain and under the shim.  The p99s are printed, not judged (the testbed is two
 #    emulated CPUs shared with everything else).
@@ -150,6 +153,38 @@ for mode in plain shim; do
 		"$PC | \"ns p50/p99: empty \\(.empty_ns.p50)/\\(.empty_ns.p99), in flight \\(
 		 .inflight_empty_ns.p50)/\\(.inflight_empty_ns.p99), hit \\(.hit_ns.p50)/\\(
 		 .hit_ns.p99), clock \\(.clock_ns.p50)/\\(.clock_ns.p99); \\(.hit_ns.samples) msgs\""
+done
+
+# ---- --mode bidir: each flow both ways at once (default: latency WRITE 8 B, then 64 KiB WRITEs)
+# bidir NAME REPORT: both directions moved bytes, their sum is the aggregate
+bidir() {
+	sane "$1" "$2" 2
+	check "$1.reverse" "$2" \
+		'.bench_mode == "bidir" and all(.flows[]; .reverse.ok and .reverse.error == null and
+		 .reverse.msgs > 0 and .reverse.bytes == .reverse.msgs * .size and
+		 .reverse.msgs == .reverse.posts * .batch and
+		 .reverse.latency_ns.samples == .reverse.posts and .reverse.latency_ns.min > 0 and
+		 .reverse.elapsed_ns > 0 and .reverse.gbps > 0 and .reverse.cpu_pct > 0)' \
+		'[.flows[] | "\(.name) forward \(.msgs) reverse \(.reverse.msgs // "none") msgs"]
+		 | join(", ")'
+	check "$1.aggregate" "$2" \
+		'def near(a; b): a as $a | b as $b | ($a - $b | fabs) <= 1e-9 + 1e-6 * ($b | fabs);
+		 all(.flows[]; .aggregate.msgs == .msgs + .reverse.msgs and
+		     .aggregate.bytes == .bytes + .reverse.bytes and
+		     near(.aggregate.gbps; .gbps + .reverse.gbps) and
+		     near(.aggregate.mops; .mops + .reverse.mops))' \
+		'[.flows[] | "\(.name) \(.gbps * 1000 | floor) + \(.reverse.gbps * 1000 | floor) = "
+		  + "\(.aggregate.gbps * 1000 | floor) Mbit/s, p50 \(.latency_ns.p50 / 1000) / "
+		  + "\(.reverse.latency_ns.p50 / 1000) us"] | join(", ")'
+}
+for mode in plain shim; do
+	wrap=()
+	[[ $mode == shim ]] && wrap=(preload)
+	run_one "justbench.bidir.local.$mode" "${wrap[@]}" "$B" local "$RXE_DEV1" "$RXE_DEV0" \
+		-g "$RXE_GID" --mode bidir -t 1s -o "$R/bidir.local.$mode.json"
+	bidir "bidir.local.$mode" "$R/bidir.local.$mode.json"
+	pair "bidir.$mode" "${wrap[@]}" -- --mode bidir -t 1s
+	bidir "bidir.$mode" "$R/bidir.$mode.json"
 done
 
 # ---- the core scenario: latency alone, then next to a 1 MB WRITE bandwidth flow
