@@ -47,13 +47,16 @@ int bench_bidir_setup(struct bench_bidir *b, struct bench_dev *dev, const struct
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	/* every flow checked before any resource is taken */
+	for (size_t i = 0; i < h->n_flows; i++) {
+		rc = learn_flow(&b->flows[i], &h->flows[i], i, err, errlen);
+		if (rc)
+			return rc;
+	}
 	for (size_t i = 0; i < h->n_flows; i++) {
 		const struct bench_flow *f = &b->flows[i];
 		struct bench_qp_cfg cfg;
 
-		rc = learn_flow(&b->flows[i], &h->flows[i], i, err, errlen);
-		if (rc)
-			return rc;
 		cfg = (struct bench_qp_cfg){
 			.buf_len = f->size,
 			.send_depth = f->batch * f->window,
