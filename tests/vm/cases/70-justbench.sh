@@ -10,8 +10,9 @@
 #  - --mode poll-cost, plain and under the shim in local mode: every kind of poll (empty,
 #    empty in flight, the hit, the clock's floor) measured, non-negative, one hit per message;
 #    the numbers are printed side by side, not ordered (the testbed's ticks land anywhere);
-#  - --mode bidir, local plain and under the shim, and client/server plain and under the shim:
-#    both directions of every flow moved bytes (counts consistent as forward ones), the
+#  - --mode bidir, local plain and under the shim (its default flows), and client/server plain
+#    and under the shim (a READ latency flow, a WRITE flow of two QPs): both directions of every
+#    flow moved bytes (counts consistent as forward ones), the
 #    aggregate is the sum of the two directions;
 #  - the paper's core scenario: a latency flow alone, then one next to a 1 MB WRITE bandwidth
 #    flow, plain and under the shim.  The p99s are printed, not judged (the testbed is two
@@ -183,7 +184,9 @@ for mode in plain shim; do
 	run_one "justbench.bidir.local.$mode" "${wrap[@]}" "$B" local "$RXE_DEV1" "$RXE_DEV0" \
 		-g "$RXE_GID" --mode bidir -t 1s -o "$R/bidir.local.$mode.json"
 	bidir "bidir.local.$mode" "$R/bidir.local.$mode.json"
-	pair "bidir.$mode" "${wrap[@]}" -- --mode bidir -t 1s
+	# over TCP: READs one at a time both ways, then two QPs of 32 KiB WRITEs each way
+	pair "bidir.$mode" "${wrap[@]}" -- --mode bidir -t 1s lat:read:64:name=rlat \
+		bw:write:32K:qps=2,window=2,delay=1s,name=bw2
 	bidir "bidir.$mode" "$R/bidir.$mode.json"
 done
 
