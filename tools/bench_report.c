@@ -9,12 +9,14 @@
 int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, size_t n)
 {
 	struct bench_samples lat, probe, corrected;
+	struct bench_pollcost pc;
 	uint64_t start = UINT64_MAX, end = 0;
 	int rc = 0;
 
 	bench_samples_init(&lat);
 	bench_samples_init(&probe);
 	bench_samples_init(&corrected);
+	bench_pollcost_init(&pc);
 	for (size_t i = 0; i < n; i++) {
 		r->msgs += w[i].msgs;
 		r->posts += w[i].posts;
@@ -22,6 +24,7 @@ int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, si
 		r->cpu_ns += w[i].cpu_ns;
 		r->classified += w[i].qp.classified == 1;
 		r->rperf |= w[i].rperf;
+		r->pollcost |= w[i].pollcost;
 		if (w[i].start_ns && w[i].start_ns < start)
 			start = w[i].start_ns;
 		if (w[i].end_ns > end)
@@ -30,8 +33,10 @@ int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, si
 			snprintf(r->error, sizeof(r->error), "QP %zu: %s", i, w[i].errmsg);
 		if (bench_samples_merge(&lat, &w[i].lat) ||
 		    bench_samples_merge(&probe, &w[i].probe) ||
-		    bench_samples_merge(&corrected, &w[i].corrected))
+		    bench_samples_merge(&corrected, &w[i].corrected) ||
+		    bench_pollcost_merge(&pc, &w[i].pc))
 			rc = -ENOMEM;
+		bench_pollcost_free(&w[i].pc);
 		bench_samples_free(&w[i].lat);
 		bench_samples_free(&w[i].probe);
 		bench_samples_free(&w[i].corrected);
@@ -40,6 +45,8 @@ int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, si
 	bench_samples_summarize(&lat, &r->lat);
 	bench_samples_summarize(&probe, &r->probe);
 	bench_samples_summarize(&corrected, &r->corrected);
+	bench_pollcost_summarize(&pc, &r->pc);
+	bench_pollcost_free(&pc);
 	bench_samples_free(&lat);
 	bench_samples_free(&probe);
 	bench_samples_free(&corrected);
@@ -48,14 +55,33 @@ int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, si
 	return rc;
 }
 
+static double per_ns(uint64_t n, double scale, uint64_t ns)
+{
+	return ns ? (double)n * scale / (double)ns : 0;
+}
+
 double bench_result_mops(const struct bench_flow_result *r)
 {
-	return r->elapsed_ns ? (double)r->msgs * 1e3 / (double)r->elapsed_ns : 0;
+	return per_ns(r->msgs, 1e3, r->elapsed_ns);
 }
 
 double bench_result_gbps(const struct bench_flow_result *r)
 {
-	return r->elapsed_ns ? (double)r->bytes * 8 / (double)r->elapsed_ns : 0;
+	return per_ns(r->bytes, 8, r->elapsed_ns);
+}
+
+void bench_result_aggregate(const struct bench_flow_result *r, struct bench_aggregate *out)
+{
+	out->msgs = r->msgs;
+	out->bytes = r->bytes;
+	out->mops = bench_result_mops(r);
+	out->gbps = bench_result_gbps(r);
+	if (!r->reverse)
+		return;
+	out->msgs += r->rev.msgs;
+	out->bytes += r->rev.bytes;
+	out->mops += per_ns(r->rev.msgs, 1e3, r->rev.elapsed_ns);
+	out->gbps += per_ns(r->rev.bytes, 8, r->rev.elapsed_ns);
 }
 
 double bench_result_cpu_pct(uint64_t cpu_ns, const struct bench_flow_result *r)
@@ -66,7 +92,7 @@ double bench_result_cpu_pct(uint64_t cpu_ns, const struct bench_flow_result *r)
 bool bench_results_failed(const struct bench_results *res)
 {
 	for (size_t i = 0; i < res->n; i++)
-		if (res->flows[i].error[0])
+		if (res->flows[i].error[0] || (res->flows[i].reverse && res->flows[i].rev.error[0]))
 			return true;
 	return false;
 }
@@ -85,6 +111,14 @@ static void summary_line(FILE *out, const char *what, const struct bench_summary
 		(unsigned long long)s->count);
 }
 
+static void summary_ns(FILE *out, const char *what, const struct bench_summary *s)
+{
+	fprintf(out, "  %-26s min %llu  p50 %llu  p99 %llu  max %llu ns per call (%llu)\n", what,
+		(unsigned long long)s->min, (unsigned long long)s->p50,
+		(unsigned long long)s->p99, (unsigned long long)s->max,
+		(unsigned long long)s->count);
+}
+
 void bench_report_table(FILE *out, const struct bench_results *res)
 {
 	unsigned qps = 0, classified = 0;
@@ -96,9 +130,10 @@ void bench_report_table(FILE *out, const struct bench_results *res)
 	}
 	if (res->shim)
 		snprintf(shim, sizeof(shim), "%u of %u QPs", classified, qps);
-	fprintf(out, "justbench %s: %s -> %s, GID index %d, libjustitia classes: %s%s\n",
+	fprintf(out, "justbench %s: %s -> %s, GID index %d, libjustitia classes: %s%s%s%s\n",
 		res->mode, res->device, res->peer, res->gid_index, shim,
-		res->rperf ? ", rperf" : "");
+		res->rperf ? ", rperf" : "", res->bench_mode ? ", mode " : "",
+		res->bench_mode ? bench_mode_name(res->bench_mode) : "");
 	if (res->description[0])
 		fprintf(out, "scenario: %s\n", res->description);
 	fprintf(out, "%-12s %-4s %-9s %5s %3s %10s %8s %8s %8s %8s %8s %8s %8s %5s\n", "flow",
@@ -118,6 +153,27 @@ void bench_report_table(FILE *out, const struct bench_results *res)
 		if (r->rperf) {
 			summary_line(out, "rperf loopback probe:", &r->probe);
 			summary_line(out, "rperf corrected latency:", &r->corrected);
+		}
+		if (r->reverse) {
+			const struct bench_wire_reverse *v = &r->rev;
+			struct bench_aggregate a;
+
+			bench_result_aggregate(r, &a);
+			fprintf(out, "  reverse (server -> client): %llu msgs  %.4f Mops/s  %.4f "
+				     "Gbit/s  p50 %.1f  p99 %.1f us\n",
+				(unsigned long long)v->msgs, per_ns(v->msgs, 1e3, v->elapsed_ns),
+				per_ns(v->bytes, 8, v->elapsed_ns), us(v->lat.p50), us(v->lat.p99));
+			fprintf(out, "  both directions:            %llu msgs  %.4f Mops/s  %.4f "
+				     "Gbit/s\n",
+				(unsigned long long)a.msgs, a.mops, a.gbps);
+			if (v->error[0])
+				fprintf(out, "  REVERSE FAILED: %s\n", v->error);
+		}
+		if (r->pollcost) {
+			summary_ns(out, "poll, empty CQ:", &r->pc.empty);
+			summary_ns(out, "poll, empty, in flight:", &r->pc.inflight);
+			summary_ns(out, "poll returning 1:", &r->pc.hit);
+			summary_ns(out, "clock (two reads):", &r->pc.clock);
 		}
 		if (r->error[0])
 			fprintf(out, "  FAILED: %s\n", r->error);
@@ -139,6 +195,26 @@ static json_t *summary_json(const struct bench_summary *s)
 			 (json_int_t)s->min, "mean", (json_int_t)s->mean, "p50", (json_int_t)s->p50,
 			 "p99", (json_int_t)s->p99, "p999", (json_int_t)s->p999, "max",
 			 (json_int_t)s->max);
+}
+
+static json_t *reverse_json(const struct bench_flow_result *r)
+{
+	const struct bench_wire_reverse *v = &r->rev;
+	struct bench_aggregate a;
+	json_t *o;
+
+	bench_result_aggregate(r, &a);
+	o = json_pack("{sb sI sI sI sI sf sf sf so}", "ok", !v->error[0], "msgs",
+		      (json_int_t)v->msgs, "posts", (json_int_t)v->posts, "bytes",
+		      (json_int_t)v->bytes, "elapsed_ns", (json_int_t)v->elapsed_ns, "mops",
+		      per_ns(v->msgs, 1e3, v->elapsed_ns), "gbps", per_ns(v->bytes, 8, v->elapsed_ns),
+		      "cpu_pct", per_ns(v->cpu_ns, 100, v->elapsed_ns), "latency_ns",
+		      summary_json(&v->lat));
+	if (o && set(o, "error", v->error[0] ? json_string(v->error) : json_null())) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 static json_t *flow_json(const struct bench_flow_result *r)
@@ -172,6 +248,21 @@ static json_t *flow_json(const struct bench_flow_result *r)
 	if (r->rperf)
 		bad |= set(o, "rperf", json_pack("{so so}", "probe_ns", summary_json(&r->probe),
 						 "corrected_ns", summary_json(&r->corrected)));
+	if (r->reverse) {
+		struct bench_aggregate a;
+
+		bench_result_aggregate(r, &a);
+		bad |= set(o, "reverse", reverse_json(r));
+		bad |= set(o, "aggregate",
+			   json_pack("{sI sI sf sf}", "msgs", (json_int_t)a.msgs, "bytes",
+				     (json_int_t)a.bytes, "mops", a.mops, "gbps", a.gbps));
+	}
+	if (r->pollcost)
+		bad |= set(o, "poll_cost",
+			   json_pack("{so so so so}", "empty_ns", summary_json(&r->pc.empty),
+				     "inflight_empty_ns", summary_json(&r->pc.inflight), "hit_ns",
+				     summary_json(&r->pc.hit), "clock_ns",
+				     summary_json(&r->pc.clock)));
 	if (r->server)
 		bad |= set(o, "server",
 			   json_pack("{sI sI sf}", "msgs", (json_int_t)r->server_msgs, "bytes",
@@ -196,8 +287,9 @@ json_t *bench_report_json(const struct bench_results *res)
 			return NULL;
 		}
 	}
-	doc = json_pack("{si ss ss ss ss si sb sb so}", "version", BENCH_REPORT_VERSION, "tool",
-			"justbench", "mode", res->mode, "device", res->device, "peer", res->peer,
+	doc = json_pack("{si ss ss ss ss ss si sb sb so}", "version", BENCH_REPORT_VERSION, "tool",
+			"justbench", "mode", res->mode, "bench_mode",
+			bench_mode_name(res->bench_mode), "device", res->device, "peer", res->peer,
 			"gid_index", res->gid_index, "shim", res->shim, "rperf", res->rperf,
 			"flows", flows);
 	if (doc && res->description[0] &&

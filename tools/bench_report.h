@@ -7,6 +7,7 @@
 #define JUSTITIA_BENCH_REPORT_H
 
 #include "bench_flow.h"
+#include "bench_mode.h"
 #include "bench_run.h"
 #include "bench_stats.h"
 
@@ -23,6 +24,10 @@ struct bench_flow_result {
 	struct bench_summary lat;
 	bool rperf;
 	struct bench_summary probe, corrected;
+	bool pollcost; /* --mode poll-cost */
+	struct bench_pollcost_summary pc;
+	bool reverse; /* --mode bidir: what the server's flow towards the client did */
+	struct bench_wire_reverse rev;
 	bool server; /* the server's counts are known */
 	uint64_t server_msgs, server_bytes, server_cpu_ns;
 	unsigned classified; /* QPs justitia_set_qp_class() accepted */
@@ -35,6 +40,7 @@ struct bench_results {
 	char peer[256];	   /* server address, or the other device */
 	int gid_index;
 	bool rperf;
+	enum bench_mode bench_mode; /* --mode */
 	bool shim;	   /* justitia_set_qp_class() present */
 	char description[256];
 	size_t n;
@@ -47,10 +53,18 @@ struct bench_results {
  */
 int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, size_t n);
 
+/* --mode bidir: both directions of a flow together, each direction's rate over its own time. */
+struct bench_aggregate {
+	uint64_t msgs, bytes;
+	double mops, gbps;
+};
+
 double bench_result_mops(const struct bench_flow_result *r);
 double bench_result_gbps(const struct bench_flow_result *r);
 double bench_result_cpu_pct(uint64_t cpu_ns, const struct bench_flow_result *r);
-/* Whether any flow failed. */
+/* The sums of r's two directions (only the forward one without a reverse). */
+void bench_result_aggregate(const struct bench_flow_result *r, struct bench_aggregate *out);
+/* Whether any flow (or its reverse) failed. */
 bool bench_results_failed(const struct bench_results *res);
 
 void bench_report_table(FILE *out, const struct bench_results *res);

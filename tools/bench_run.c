@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* justbench traffic: the worker (initiator) and responder threads, and the rperf probe.
- * May call: bench_verbs, bench_stats, bench_flow, libibverbs, pthreads and libc. */
+ * May call: bench_verbs, bench_stats, bench_flow, bench_pollcost, libibverbs, pthreads and
+ * libc. */
 #include "bench_run.h"
 
 #include <endian.h>
@@ -339,6 +340,41 @@ static void run_worker(struct bench_worker *w, struct ibv_send_wr *wr, uint64_t 
 	}
 }
 
+/* --mode poll-cost: one message at a time, every poll timed (bench_pollcost.h). */
+static void run_pollcost(struct bench_worker *w, struct ibv_send_wr *wr)
+{
+	const struct bench_flow *f = w->flow;
+	uint64_t start = w->start->t0_ns + f->delay_us * 1000, end = start + f->duration_us * 1000;
+	uint64_t limit = f->iters ? f->iters : UINT64_MAX, lat;
+	int rc;
+
+	if (bench_pollcost_clock(&w->pc, BENCH_POLLCOST_CLOCK_SAMPLES)) {
+		set_error(&w->error, w->errmsg, "out of memory for poll samples");
+		return;
+	}
+	sleep_until(start, w->stop);
+	w->start_ns = w->end_ns = bench_now_ns();
+	wr->wr_id = 0;
+	while (!atomic_load(w->stop) && w->msgs < limit && bench_now_ns() < end) {
+		if (f->verb == BENCH_WRITE_IMM)
+			wr->imm_data = htobe32((uint32_t)w->msgs);
+		rc = bench_pollcost_message(&w->pc, w->qp.qp, w->qp.cq, wr, BENCH_DRAIN_NS, &lat,
+					    w->errmsg, sizeof(w->errmsg));
+		if (rc) {
+			w->error = rc;
+			return;
+		}
+		if (bench_samples_add(&w->lat, lat)) {
+			set_error(&w->error, w->errmsg, "out of memory for latency samples");
+			return;
+		}
+		w->posts++;
+		w->msgs++;
+		w->bytes += f->size;
+		w->end_ns = bench_now_ns();
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct bench_worker *w = arg;
@@ -359,7 +395,9 @@ static void *worker_main(void *arg)
 		pthread_cond_wait(&w->start->cond, &w->start->lock);
 	pthread_mutex_unlock(&w->start->lock);
 	cpu0 = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	if (!w->error)
+	if (!w->error && w->pollcost)
+		run_pollcost(w, wr);
+	else if (!w->error)
 		run_worker(w, wr, posted, probe_ns);
 	w->cpu_ns = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 	free(probe_ns);
@@ -376,6 +414,7 @@ int bench_worker_start(struct bench_worker *w)
 	bench_samples_init(&w->lat);
 	bench_samples_init(&w->probe);
 	bench_samples_init(&w->corrected);
+	bench_pollcost_init(&w->pc);
 	rc = pthread_create(&w->tid, NULL, worker_main, w);
 	w->started = rc == 0;
 	return -rc;
@@ -393,6 +432,7 @@ void bench_worker_free(struct bench_worker *w)
 	bench_samples_free(&w->lat);
 	bench_samples_free(&w->probe);
 	bench_samples_free(&w->corrected);
+	bench_pollcost_free(&w->pc);
 	if (w->rperf) {
 		bench_qp_destroy(&w->probe_a);
 		bench_qp_destroy(&w->probe_b);

@@ -9,7 +9,8 @@
  * sample), the messages and the bytes.  Then it stops posting and waits for what is in flight.
  * Latency flows (window 1, batch 1) thus measure one message at a time.  With rperf, each
  * latency sample is preceded by a probe: the same message from the same device to itself over a
- * loopback QP pair, whose time is subtracted from the sample.
+ * loopback QP pair, whose time is subtracted from the sample.  With pollcost (--mode poll-cost,
+ * latency flows only) each message also times its ibv_poll_cq calls (bench_pollcost.h).
  *
  * A responder drives one QP on the other side for SEND and WRITE_IMM flows: it keeps receives
  * posted (event-driven, it never spins) and counts what arrives.  WRITE and READ flows need no
@@ -19,6 +20,7 @@
 #define JUSTITIA_BENCH_RUN_H
 
 #include "bench_flow.h"
+#include "bench_pollcost.h"
 #include "bench_stats.h"
 #include "bench_verbs.h"
 
@@ -43,6 +45,8 @@ struct bench_worker {
 	bool rperf;
 	struct bench_qp probe_a, probe_b; /* the loopback pair, with rperf */
 	struct bench_wire_qp probe_remote; /* probe_b's buffer */
+	bool pollcost;			   /* time each poll (bench_pollcost.h) */
+	struct bench_pollcost pc;
 	const atomic_bool *stop;	  /* stop posting now (signal, error) */
 	struct bench_start *start;
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* justbench sessions: the client and server sides of one run.
- * May call: bench_wire, bench_verbs, bench_run, bench_report and libc. */
+ * May call: bench_wire, bench_verbs, bench_run, bench_bidir, bench_report and libc. */
 #include "bench_session.h"
+
+#include "bench_bidir.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -74,12 +76,14 @@ struct client {
 };
 
 static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
-			const struct bench_flow *flows, size_t n, char *err, size_t errlen)
+			enum bench_mode mode, const struct bench_flow *flows, size_t n, char *err,
+			size_t errlen)
 {
 	size_t k = 0;
 	int rc;
 
 	c->hello.mtu = (uint8_t)c->dev.port.active_mtu;
+	c->hello.mode = (uint8_t)mode;
 	c->hello.n_flows = (uint16_t)n;
 	for (size_t i = 0; i < n; i++) {
 		const struct bench_flow *f = &flows[i];
@@ -105,10 +109,14 @@ static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
 		    .qps = f->qps,
 		    .recv_depth = bench_recv_depth(f),
 		};
+		if (bench_flow_format(f, c->hello.flows[i].spec, sizeof(c->hello.flows[i].spec)))
+			return seterr(err, errlen, -EINVAL, "flow %s: specification too long",
+				      f->name);
 		for (uint32_t q = 0; q < f->qps; q++, k++) {
 			struct bench_worker *w = &c->w[k];
 
 			w->flow = f;
+			w->pollcost = mode == BENCH_MODE_POLL_COST;
 			rc = bench_qp_create(&w->qp, &c->dev, &cfg, err, errlen);
 			if (!rc && rperf && f->cls == BENCH_LAT)
 				rc = bench_worker_setup_probe(w, &c->dev, e->classify, err, errlen);
@@ -155,10 +163,10 @@ static int client_connect(struct client *c, int fd, char *err, size_t errlen)
 	return 0;
 }
 
-static int client_run(struct client *c, atomic_bool *stop, char *err, size_t errlen)
+static int client_run(struct client *c, int fd, atomic_bool *stop, char *err, size_t errlen)
 {
 	struct bench_start start;
-	int rc = 0;
+	int rc = 0, sent;
 
 	bench_start_init(&start);
 	for (size_t k = 0; k < c->nw && !rc; k++) {
@@ -170,6 +178,12 @@ static int client_run(struct client *c, atomic_bool *stop, char *err, size_t err
 		/* the started ones see the stop and end at once */
 		atomic_store(stop, true);
 		seterr(err, errlen, rc, "cannot start a thread: %s", strerror(-rc));
+	}
+	/* the server's flows (--mode bidir) start as ours, lead included */
+	sent = bench_wire_send(fd, BENCH_MSG_GO, NULL, 0);
+	if (sent && !rc) {
+		atomic_store(stop, true);
+		rc = seterr(err, errlen, sent, "cannot send to the server: %s", strerror(-sent));
 	}
 	bench_start_go(&start, START_LEAD_NS);
 	for (size_t k = 0; k < c->nw; k++)
@@ -207,15 +221,17 @@ static int client_results(struct client *c, int fd, const struct bench_flow *flo
 			r->server_msgs = c->result.flows[i].msgs;
 			r->server_bytes = c->result.flows[i].bytes;
 			r->server_cpu_ns = c->result.flows[i].cpu_ns;
+			r->reverse = c->result.flows[i].reverse;
+			r->rev = c->result.flows[i].rev;
 		}
 	}
 	res->n = n;
 	return rc;
 }
 
-int bench_client_session(const struct bench_end *e, bool rperf, const struct bench_flow *flows,
-			 size_t n, int fd, atomic_bool *stop, struct bench_results *res,
-			 char *err, size_t errlen)
+int bench_client_session(const struct bench_end *e, bool rperf, enum bench_mode mode,
+			 const struct bench_flow *flows, size_t n, int fd, atomic_bool *stop,
+			 struct bench_results *res, char *err, size_t errlen)
 {
 	struct client *c = calloc(1, sizeof(*c));
 	int rc;
@@ -235,12 +251,13 @@ int bench_client_session(const struct bench_end *e, bool rperf, const struct ben
 	snprintf(res->device, sizeof(res->device), "%s", c->dev.name);
 	res->gid_index = c->dev.gid_index;
 	res->rperf = rperf;
+	res->bench_mode = mode;
 	res->shim = bench_classify_available();
-	rc = client_setup(c, e, rperf, flows, n, err, errlen);
+	rc = client_setup(c, e, rperf, mode, flows, n, err, errlen);
 	if (!rc)
 		rc = client_connect(c, fd, err, errlen);
 	if (!rc)
-		rc = client_run(c, stop, err, errlen);
+		rc = client_run(c, fd, stop, err, errlen);
 	if (!rc)
 		rc = client_results(c, fd, flows, n, res, err, errlen);
 	for (size_t k = 0; k < c->nw; k++)
@@ -258,6 +275,7 @@ struct server {
 	struct bench_dev dev;
 	struct bench_responder *r;
 	size_t nr;
+	struct bench_bidir bidir; /* --mode bidir: the server's workers */
 	atomic_bool done;
 	struct bench_hello hello;
 	struct bench_accept accept;
@@ -279,6 +297,10 @@ static int server_setup(struct server *s, const struct bench_end *e, char *err, 
 			      BENCH_BUFFERS_MAX >> 20);
 	s->accept.mtu = (uint8_t)s->dev.port.active_mtu;
 	s->accept.n_qps = s->hello.n_qps;
+	if (s->hello.mode == BENCH_MODE_BIDIR)
+		return bench_bidir_setup(&s->bidir, &s->dev, &s->hello,
+					 min_mtu(s->hello.mtu, s->accept.mtu), e->classify,
+					 &s->accept, err, errlen);
 	for (size_t i = 0; i < s->hello.n_flows; i++) {
 		const struct bench_wire_flow *f = &s->hello.flows[i];
 		struct bench_qp_cfg cfg = {
@@ -315,9 +337,9 @@ static int server_setup(struct server *s, const struct bench_end *e, char *err, 
 	return 0;
 }
 
-/* Waits for DONE, or for stop. */
-static int server_wait(struct server *s, int fd, const atomic_bool *stop, char *err,
-		       size_t errlen)
+/* Waits for a message of type want, or for stop. */
+static int server_wait(struct server *s, int fd, const atomic_bool *stop, enum bench_msg want,
+		       char *err, size_t errlen)
 {
 	size_t len;
 
@@ -330,8 +352,8 @@ static int server_wait(struct server *s, int fd, const atomic_bool *stop, char *
 		if (rc < 0 && errno != EINTR)
 			return seterr(err, errlen, -errno, "poll: %s", strerror(errno));
 		if (rc > 0)
-			return expect(fd, BENCH_SETUP_TIMEOUT_MS, BENCH_MSG_DONE, "client", s->buf,
-				      &len, err, errlen);
+			return expect(fd, BENCH_SETUP_TIMEOUT_MS, want, "client", s->buf, &len,
+				      err, errlen);
 	}
 }
 
@@ -390,13 +412,21 @@ int bench_server_session(const struct bench_end *e, int fd, const atomic_bool *s
 		seterr(err, errlen, rc, "cannot send to the client: %s", strerror(-rc));
 		goto out_stop;
 	}
-	rc = server_wait(s, fd, stop, err, errlen);
+	rc = server_wait(s, fd, stop, BENCH_MSG_GO, err, errlen);
+	if (!rc && s->hello.mode == BENCH_MODE_BIDIR)
+		bench_bidir_go(&s->bidir, START_LEAD_NS);
+	if (!rc)
+		rc = server_wait(s, fd, stop, BENCH_MSG_DONE, err, errlen);
 out_stop:
 	atomic_store(&s->done, true);
+	if (rc)
+		atomic_store(&s->bidir.stop, true);
 	for (size_t k = 0; k < s->nr; k++)
 		bench_responder_join(&s->r[k]);
 	if (!rc) {
 		server_results(s);
+		if (s->hello.mode == BENCH_MODE_BIDIR)
+			bench_bidir_finish(&s->bidir, &s->result, s->hello.n_flows);
 		len = bench_wire_put_result(&s->result, s->buf, sizeof(s->buf));
 		rc = bench_wire_send(fd, BENCH_MSG_RESULT, s->buf, len);
 		if (rc)
@@ -407,6 +437,7 @@ out_stop:
 			rc = seterr(err, errlen, -EIO, "QP %zu: %s", k, s->r[k].errmsg);
 	for (size_t k = 0; k < s->nr; k++)
 		bench_qp_destroy(&s->r[k].qp);
+	bench_bidir_free(&s->bidir);
 	bench_dev_close(&s->dev);
 out_free:
 	free(s->r);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* justbench wire protocol: framing, big-endian encoding and strict decoding.
- * May call: bench_flow (the flows it carries) and libc (sockets, poll). */
+ * May call: bench_flow (the flows it carries), bench_mode (its range), bench_stats (the summary
+ * type) and libc (sockets, poll). */
 #include "bench_wire.h"
+
+#include "bench_mode.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -82,6 +85,43 @@ static void get_qp(struct in *r, struct bench_wire_qp *q)
 	q->len = (uint32_t)get(r, 4);
 }
 
+/* A string of at most max - 1 printable bytes, its length first (2 bytes). */
+static void put_str(struct out *w, const char *s, size_t max)
+{
+	size_t n = strnlen(s, max - 1);
+
+	put(w, n, 2);
+	if (w->cap - w->o < n) {
+		w->ok = false;
+		return;
+	}
+	memcpy(w->b + w->o, s, n);
+	w->o += n;
+}
+
+/* false if it is too long or not printable (r->ok stays for truncation) */
+static bool get_str(struct in *r, char *s, size_t max)
+{
+	size_t n = (size_t)get(r, 2);
+
+	s[0] = 0;
+	if (!r->ok)
+		return true;
+	if (n >= max)
+		return false;
+	if (r->len - r->o < n) {
+		r->ok = false;
+		return true;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (r->b[r->o + i] < 0x20 || r->b[r->o + i] >= 0x7f)
+			return false;
+	memcpy(s, r->b + r->o, n);
+	s[n] = 0;
+	r->o += n;
+	return true;
+}
+
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen,
 						      const char *fmt, ...)
 {
@@ -115,6 +155,7 @@ size_t bench_wire_put_hello(const struct bench_hello *h, uint8_t *buf, size_t ca
 	struct out w = { .b = buf, .cap = cap, .ok = true };
 
 	put(&w, h->mtu, 1);
+	put(&w, h->mode, 1);
 	put(&w, h->n_flows, 2);
 	put(&w, h->n_qps, 2);
 	for (size_t i = 0; i < h->n_flows && i < BENCH_FLOWS_MAX; i++) {
@@ -123,6 +164,7 @@ size_t bench_wire_put_hello(const struct bench_hello *h, uint8_t *buf, size_t ca
 		put(&w, h->flows[i].size, 4);
 		put(&w, h->flows[i].qps, 4);
 		put(&w, h->flows[i].recv_depth, 4);
+		put_str(&w, h->flows[i].spec, sizeof(h->flows[i].spec));
 	}
 	for (size_t i = 0; i < h->n_qps && i < BENCH_QPS_TOTAL; i++)
 		put_qp(&w, &h->qps[i]);
@@ -137,10 +179,13 @@ int bench_wire_get_hello(const uint8_t *buf, size_t len, struct bench_hello *h, 
 
 	memset(h, 0, sizeof(*h));
 	h->mtu = (uint8_t)get(&r, 1);
+	h->mode = (uint8_t)get(&r, 1);
 	h->n_flows = (uint16_t)get(&r, 2);
 	h->n_qps = (uint16_t)get(&r, 2);
 	if (r.ok && (h->mtu < 1 || h->mtu > 5))
 		return bad(err, errlen, "hello: invalid MTU code %u", h->mtu);
+	if (r.ok && h->mode >= BENCH_MODE_MAX)
+		return bad(err, errlen, "hello: unknown mode %u", h->mode);
 	if (r.ok && (h->n_flows < 1 || h->n_flows > BENCH_FLOWS_MAX))
 		return bad(err, errlen, "hello: %u flows (1..%d)", h->n_flows, BENCH_FLOWS_MAX);
 	for (size_t i = 0; r.ok && i < h->n_flows; i++) {
@@ -151,6 +196,8 @@ int bench_wire_get_hello(const uint8_t *buf, size_t len, struct bench_hello *h, 
 		f->size = (uint32_t)get(&r, 4);
 		f->qps = (uint32_t)get(&r, 4);
 		f->recv_depth = (uint32_t)get(&r, 4);
+		if (!get_str(&r, f->spec, sizeof(f->spec)))
+			return bad(err, errlen, "hello: flow %zu: invalid specification", i);
 		if (r.ok && (f->cls >= BENCH_CLASS_MAX || f->verb >= BENCH_VERB_MAX ||
 			     f->size < 1 || f->size > BENCH_SIZE_MAX || f->qps < 1 ||
 			     f->qps > BENCH_QPS_MAX || f->recv_depth > RECV_DEPTH_MAX))
@@ -208,6 +255,17 @@ size_t bench_wire_put_result(const struct bench_result *res, uint8_t *buf, size_
 		put(&w, res->flows[i].msgs, 8);
 		put(&w, res->flows[i].bytes, 8);
 		put(&w, res->flows[i].cpu_ns, 8);
+		put(&w, res->flows[i].reverse, 1);
+		if (res->flows[i].reverse) {
+			const struct bench_wire_reverse *v = &res->flows[i].rev;
+			const uint64_t n[] = { v->msgs, v->posts, v->bytes, v->elapsed_ns, v->cpu_ns,
+					       v->lat.count, v->lat.min, v->lat.mean, v->lat.p50,
+					       v->lat.p99, v->lat.p999, v->lat.max };
+
+			for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
+				put(&w, n[k], 8);
+			put_str(&w, v->error, sizeof(v->error));
+		}
 	}
 	return w.ok ? w.o : 0;
 }
@@ -216,6 +274,7 @@ int bench_wire_get_result(const uint8_t *buf, size_t len, struct bench_result *r
 			  size_t errlen)
 {
 	struct in r = { .b = buf, .len = len, .ok = true };
+	uint64_t rev;
 
 	memset(res, 0, sizeof(*res));
 	res->n_flows = (uint16_t)get(&r, 2);
@@ -225,6 +284,22 @@ int bench_wire_get_result(const uint8_t *buf, size_t len, struct bench_result *r
 		res->flows[i].msgs = get(&r, 8);
 		res->flows[i].bytes = get(&r, 8);
 		res->flows[i].cpu_ns = get(&r, 8);
+		rev = get(&r, 1);
+		if (r.ok && rev > 1)
+			return bad(err, errlen, "result: flow %zu: invalid reverse flag %llu", i,
+				   (unsigned long long)rev);
+		res->flows[i].reverse = rev;
+		if (rev) {
+			struct bench_wire_reverse *v = &res->flows[i].rev;
+			uint64_t *n[] = { &v->msgs, &v->posts, &v->bytes, &v->elapsed_ns,
+					  &v->cpu_ns, &v->lat.count, &v->lat.min, &v->lat.mean,
+					  &v->lat.p50, &v->lat.p99, &v->lat.p999, &v->lat.max };
+
+			for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
+				*n[k] = get(&r, 8);
+			if (!get_str(&r, v->error, sizeof(v->error)))
+				return bad(err, errlen, "result: flow %zu: invalid error text", i);
+		}
 	}
 	return finish(&r, "result", err, errlen);
 }

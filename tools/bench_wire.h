@@ -7,25 +7,33 @@
  * readable ERROR message instead of garbage.
  *
  *	client				server
- *	HELLO (flows, client QPs)  ->
+ *	HELLO (mode, flows, client QPs) ->
  *				   <- ACCEPT (server QPs, buffers) or ERROR (text)
+ *	GO			   ->	(the flows start; with --mode bidir the server's too)
  *	... RDMA traffic ...
  *	DONE			   ->
- *				   <- RESULT (per flow: messages and bytes received, CPU)
+ *				   <- RESULT (per flow: messages and bytes received, CPU; with
+ *				      --mode bidir what the server's reverse flow did)
+ *
+ * Version 2 added the mode, each flow's canonical specification (what a bidir server runs), GO
+ * and the reverse results.
  */
 #ifndef JUSTITIA_BENCH_WIRE_H
 #define JUSTITIA_BENCH_WIRE_H
 
 #include "bench_flow.h"
+#include "bench_stats.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #define BENCH_WIRE_MAGIC   0x4a424e43u /* "JBNC" */
-#define BENCH_WIRE_VERSION 1
+#define BENCH_WIRE_VERSION 2
 #define BENCH_WIRE_HDR	   12
 #define BENCH_WIRE_MAX	   65536
 #define BENCH_ERROR_MAX	   256 /* with the NUL */
+#define BENCH_SPEC_MAX	   512 /* a flow's canonical specification, with the NUL */
+#define BENCH_REVERR_MAX   192 /* a reverse flow's error, with the NUL */
 
 enum bench_msg {
 	BENCH_MSG_HELLO = 1,
@@ -33,6 +41,7 @@ enum bench_msg {
 	BENCH_MSG_ERROR = 3,
 	BENCH_MSG_DONE = 4,
 	BENCH_MSG_RESULT = 5,
+	BENCH_MSG_GO = 6,
 };
 
 /* One end of an RC connection. */
@@ -50,10 +59,12 @@ struct bench_wire_flow {
 	uint8_t cls, verb;
 	uint32_t size, qps;
 	uint32_t recv_depth; /* receives to keep posted per QP (SEND, WRITE_IMM) */
+	char spec[BENCH_SPEC_MAX]; /* bench_flow_format(): printable, at most 511 bytes */
 };
 
 struct bench_hello {
-	uint8_t mtu; /* enum ibv_mtu of the client's port */
+	uint8_t mtu;  /* enum ibv_mtu of the client's port */
+	uint8_t mode; /* enum bench_mode */
 	uint16_t n_flows, n_qps;
 	struct bench_wire_flow flows[BENCH_FLOWS_MAX];
 	struct bench_wire_qp qps[BENCH_QPS_TOTAL]; /* flow by flow */
@@ -65,10 +76,20 @@ struct bench_accept {
 	struct bench_wire_qp qps[BENCH_QPS_TOTAL];
 };
 
+/* What the server's side of a --mode bidir flow did (server to client), over its QPs. */
+struct bench_wire_reverse {
+	uint64_t msgs, posts, bytes;
+	uint64_t elapsed_ns, cpu_ns;
+	struct bench_summary lat; /* ns */
+	char error[BENCH_REVERR_MAX]; /* "": none; printable */
+};
+
 struct bench_result {
 	uint16_t n_flows;
 	struct {
 		uint64_t msgs, bytes, cpu_ns;
+		bool reverse; /* rev is set */
+		struct bench_wire_reverse rev;
 	} flows[BENCH_FLOWS_MAX];
 };
 

@@ -4,13 +4,15 @@
  *
  *	justbench server [-p PORT] [-d DEV] [-g GID] [-i PORT] [--persist]
  *	justbench client HOST [FLOW...] [-f FLOW]... [-s FILE] [-t TIME] [--rperf] [--json] ...
+ *		[--mode flows|poll-cost|bidir]
  *	justbench local DEV_A DEV_B [FLOW...] ...	(both ends in one process, A initiates)
  *
  * This file is the command line and the sockets; bench_session.c runs a session over a
  * connected socket, bench_run.c the traffic, bench_report.c prints the results.
- * May call: bench_scenario, bench_session, bench_flow, bench_report and libc
+ * May call: bench_scenario, bench_session, bench_flow, bench_mode, bench_report and libc
  * (sockets, getopt).
  */
+#include "bench_mode.h"
 #include "bench_scenario.h"
 #include "bench_session.h"
 
@@ -44,6 +46,7 @@ struct opts {
 	struct bench_end end; /* this end (local: the initiating device) */
 	int tcp_port;
 	bool persist, rperf, json, dry_run;
+	enum bench_mode bench_mode; /* --mode */
 	const char *output; /* -o: the JSON report to this file too */
 	uint64_t duration_us;
 	struct bench_scenario sc; /* the scenario's flows, then the command line's */
@@ -64,7 +67,7 @@ static void usage(FILE *out)
 	      "       justbench local DEV_A DEV_B [FLOW...] [options]\n"
 	      "options: -f FLOW (repeatable), -s SCENARIO.json, -t DURATION (default 5s),\n"
 	      "         -p PORT (18600), -d DEV, -g GID_INDEX, -i IB_PORT, --rperf, --json,\n"
-	      "         -o REPORT.json, --no-classify, --dry-run\n"
+	      "         -o REPORT.json, --no-classify, --dry-run, --mode flows|poll-cost|bidir\n"
 	      "FLOW:    CLASS[:VERB[:SIZE]][:KEY=VALUE,...]   e.g. lat:send:2  "
 	      "tput:write:64:batch=16\n"
 	      "         bw:write:1M:window=4,delay=3s,duration=3s   (see justbench(1))\n",
@@ -129,6 +132,7 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 		{ "no-classify", no_argument, NULL, 'N' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -186,6 +190,11 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 		case 'o':
 			o->output = optarg;
 			break;
+		case 'm':
+			if (bench_mode_parse(optarg, &o->bench_mode))
+				return usage_error("unknown mode \"%s\" (flows, poll-cost or bidir)",
+						   optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -219,6 +228,9 @@ static int check_flows(struct opts *o)
 	char err[ERR_MAX];
 	size_t bad;
 
+	if (!o->sc.n)
+		o->sc.n = bench_mode_defaults(o->bench_mode, o->duration_us, o->sc.flows,
+					      BENCH_FLOWS_MAX);
 	if (bench_flows_check(o->sc.flows, o->sc.n, &bad, err, sizeof(err))) {
 		if (o->sc.n)
 			fprintf(stderr, "justbench: flows[%zu].%s\n", bad, err);
@@ -226,9 +238,14 @@ static int check_flows(struct opts *o)
 			fprintf(stderr, "justbench: no flows (give FLOW arguments, -f or -s)\n");
 		return EXIT_USAGE;
 	}
-	for (size_t i = 0; i < o->sc.n; i++)
+	for (size_t i = 0; i < o->sc.n; i++) {
+		if (bench_mode_check(o->bench_mode, o->rperf, &o->sc.flows[i], err, sizeof(err))) {
+			fprintf(stderr, "justbench: flows[%zu].%s\n", i, err);
+			return EXIT_USAGE;
+		}
 		if (!o->sc.flows[i].duration_us)
 			o->sc.flows[i].duration_us = o->duration_us;
+	}
 	return 0;
 }
 
@@ -419,7 +436,7 @@ static int run_client(struct opts *o)
 			goto out_free;
 		}
 	}
-	rc = bench_client_session(&o->end, o->rperf, o->sc.flows, o->sc.n, fds[0], &stop_flag,
+	rc = bench_client_session(&o->end, o->rperf, o->bench_mode, o->sc.flows, o->sc.n, fds[0], &stop_flag,
 				  res, err, sizeof(err)) ? 1 : 0;
 	if (o->mode == MODE_LOCAL) {
 		shutdown(fds[0], SHUT_RDWR);
@@ -480,8 +497,8 @@ int main(int argc, char **argv)
 	if (o.mode == MODE_SERVER) {
 		if (npos)
 			return usage_error("server: unexpected argument \"%s\"", pos[0]);
-		if (o.sc.n)
-			return usage_error("server: the client chooses the flows");
+		if (o.sc.n || o.bench_mode)
+			return usage_error("server: the client chooses the flows and the mode");
 	} else if (o.mode == MODE_CLIENT) {
 		if (npos < 1)
 			return usage_error("client: the server's HOST is needed");

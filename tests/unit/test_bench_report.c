@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "../../tools/bench_flow.c"
+#include "../../tools/bench_mode.c"
+#include "../../tools/bench_pollcost.c"
 #include "../../tools/bench_report.c"
 #include "../../tools/bench_stats.c"
 
@@ -76,6 +78,60 @@ static void collect(void **state)
 	assert_int_equal(r.elapsed_ns, 3000);
 	assert_int_equal(r.lat.count, 1);
 	assert_int_equal(r.lat.p999, 7);
+	/* poll-cost: each QP's poll samples merged, summarized and freed */
+	memset(&r, 0, sizeof(r));
+	fill_worker(&w[0], 1000, 2000, 1, 2, 1, 8);
+	fill_worker(&w[1], 1000, 3000, 1, 2, 1, 8);
+	for (int i = 0; i < 2; i++) {
+		w[i].pollcost = true;
+		bench_pollcost_init(&w[i].pc);
+		for (uint64_t k = 1; k <= 50; k++)
+			assert_int_equal(bench_samples_add(&w[i].pc.hit, k + 50 * (uint64_t)i), 0);
+		assert_int_equal(bench_samples_add(&w[i].pc.empty, 7), 0);
+	}
+	assert_int_equal(bench_result_collect(&r, w, 2), 0);
+	assert_true(r.pollcost);
+	assert_int_equal(r.pc.hit.count, 100);
+	assert_int_equal(r.pc.hit.p50, 50);
+	assert_int_equal(r.pc.hit.p99, 99);
+	assert_int_equal(r.pc.empty.count, 2);
+	assert_int_equal(r.pc.inflight.count, 0);
+	assert_null(w[1].pc.hit.v);
+	/* the sums of the two directions; one direction alone is its own sum */
+	{
+		struct bench_aggregate a;
+
+		memset(&r, 0, sizeof(r));
+		r.msgs = 300;
+		r.bytes = 3000;
+		r.elapsed_ns = 1000000000;
+		bench_result_aggregate(&r, &a);
+		assert_int_equal(a.msgs, 300);
+		assert_true(a.gbps > 0.000023999 && a.gbps < 0.000024001);
+		r.reverse = true;
+		r.rev.msgs = 100;
+		r.rev.bytes = 1000;
+		r.rev.elapsed_ns = 0; /* never ran: no rate, no division by zero */
+		bench_result_aggregate(&r, &a);
+		assert_int_equal(a.msgs, 400);
+		assert_int_equal(a.bytes, 4000);
+		assert_true(a.mops > 0.000299 && a.mops < 0.000301);
+		r.rev.elapsed_ns = 500000000;
+		bench_result_aggregate(&r, &a);
+		assert_true(a.mops > 0.000499 && a.mops < 0.000501);
+		assert_true(a.gbps > 0.000039999 && a.gbps < 0.000040001);
+	}
+	{
+		struct bench_results *res = calloc(1, sizeof(*res));
+
+		assert_non_null(res);
+		res->n = 1;
+		res->flows[0].reverse = true;
+		assert_false(bench_results_failed(res));
+		strcpy(res->flows[0].rev.error, "QP 0: no completion in 10 s");
+		assert_true(bench_results_failed(res));
+		free(res);
+	}
 	/* nothing at all: zeros, no division by zero */
 	memset(&r, 0, sizeof(r));
 	fill_worker(&w[0], 0, 0, 1, 0, 1, 2);
@@ -107,6 +163,16 @@ static struct bench_results *sample_results(void)
 	r->rperf = true;
 	r->probe = (struct bench_summary){ 1000, 10000, 11000, 11000, 12000, 13000, 14000 };
 	r->corrected = (struct bench_summary){ 1000, 9000, 14000, 13000, 48000, 77000, 86000 };
+	r->pollcost = true;
+	r->pc.empty = (struct bench_summary){ 1000, 40, 60, 50, 90, 200, 300 };
+	r->pc.inflight = (struct bench_summary){ 990, 45, 65, 55, 95, 210, 310 };
+	r->pc.hit = (struct bench_summary){ 1000, 80, 110, 100, 150, 400, 500 };
+	r->pc.clock = (struct bench_summary){ 10000, 20, 25, 24, 30, 90, 1000 };
+	r->reverse = true;
+	r->rev = (struct bench_wire_reverse){ .msgs = 500, .posts = 500, .bytes = 1000,
+					      .elapsed_ns = 500000000, .cpu_ns = 250000000,
+					      .lat = { 500, 21000, 26000, 25000, 61000, 91000,
+						       101000 } };
 	r->server = true;
 	r->server_msgs = 1000;
 	r->server_bytes = 2000;
@@ -138,6 +204,7 @@ static void json_schema(void **state)
 	assert_true(json_is_false(json_object_get(doc, "shim")));
 	assert_true(json_is_true(json_object_get(doc, "rperf")));
 	assert_null(json_object_get(doc, "description"));
+	assert_string_equal(json_string_value(json_object_get(doc, "bench_mode")), "flows");
 	assert_int_equal(json_array_size(json_object_get(doc, "flows")), 2);
 	f = json_array_get(json_object_get(doc, "flows"), 0);
 	assert_int_equal(json_unpack_ex(f, &je, 0,
@@ -161,12 +228,49 @@ static void json_schema(void **state)
 	assert_true(json_is_null(json_object_get(f, "error")));
 	l = json_object_get(f, "latency_ns");
 	assert_int_equal(json_object_size(l), 7);
+	/* bidir: the reverse direction and the sums of both */
+	l = json_object_get(f, "reverse");
+	assert_true(json_is_true(json_object_get(l, "ok")));
+	assert_true(json_is_null(json_object_get(l, "error")));
+	assert_int_equal(json_integer_value(json_object_get(l, "msgs")), 500);
+	assert_int_equal(json_integer_value(json_object_get(l, "elapsed_ns")), 500000000);
+	assert_true(json_real_value(json_object_get(l, "mops")) > 0.000999 &&
+		    json_real_value(json_object_get(l, "mops")) < 0.001001);
+	assert_true(json_real_value(json_object_get(l, "cpu_pct")) > 49.99 &&
+		    json_real_value(json_object_get(l, "cpu_pct")) < 50.01);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "latency_ns"), "p99")),
+			 61000);
+	l = json_object_get(f, "aggregate");
+	assert_int_equal(json_object_size(l), 4);
+	assert_int_equal(json_integer_value(json_object_get(l, "msgs")), 1500);
+	assert_int_equal(json_integer_value(json_object_get(l, "bytes")), 3000);
+	assert_true(json_real_value(json_object_get(l, "mops")) > 0.001999 &&
+		    json_real_value(json_object_get(l, "mops")) < 0.002001);
+	assert_true(json_real_value(json_object_get(l, "gbps")) > 0.000031999 &&
+		    json_real_value(json_object_get(l, "gbps")) < 0.000032001);
+	l = json_object_get(f, "poll_cost");
+	assert_int_equal(json_object_size(l), 4);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "hit_ns"), "p99")),
+			 150);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l,
+									     "inflight_empty_ns"),
+							     "samples")),
+			 990);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "empty_ns"),
+							     "p50")),
+			 50);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(l, "clock_ns"),
+							     "max")),
+			 1000);
 	f = json_array_get(json_object_get(doc, "flows"), 1);
 	assert_int_equal(json_unpack_ex(f, &je, 0, "{s:b, s:s}", "ok", &ok, "error", &err), 0);
 	assert_false(ok);
 	assert_string_equal(err, "QP 0: completion error: retry counter exceeded");
 	assert_null(json_object_get(f, "server"));
 	assert_null(json_object_get(f, "rperf"));
+	assert_null(json_object_get(f, "poll_cost"));
+	assert_null(json_object_get(f, "reverse"));
+	assert_null(json_object_get(f, "aggregate"));
 	assert_string_equal(json_string_value(json_object_get(f, "class")), "bandwidth");
 	assert_int_equal(json_integer_value(json_object_get(f, "size")), 1048576);
 	assert_true(bench_results_failed(res));
@@ -197,6 +301,11 @@ static void table(void **state)
 			       "0.0000     20.0     24.0     60.0     90.0    100.0  99.0\n"));
 	assert_non_null(strstr(text, "  rperf corrected latency:   min 9.0  p50 13.0  p99 48.0  "
 				     "p99.9 77.0  max 86.0 us (1000)\n"));
+	assert_non_null(strstr(text, "  poll returning 1:          min 80  p50 100  p99 150  max 500 "
+				     "ns per call (1000)\n"));
+	assert_non_null(strstr(text, "  reverse (server -> client): 500 msgs  0.0010 Mops/s  0.0000 "
+				     "Gbit/s  p50 25.0  p99 61.0 us\n"));
+	assert_non_null(strstr(text, "  both directions:            1500 msgs  0.0020 Mops/s"));
 	assert_non_null(strstr(text, "  FAILED: QP 0: completion error: retry counter exceeded\n"));
 	assert_non_null(strstr(text, "\n{\n  \"version\": 1,\n"));
 	free(text);

@@ -26,6 +26,9 @@ static void sample_hello(struct bench_hello *h)
 						.qps = 2 };
 	h->flows[2] = (struct bench_wire_flow){ .cls = 2, .verb = BENCH_READ,
 						.size = BENCH_SIZE_MAX, .qps = 1 };
+	h->mode = BENCH_MODE_BIDIR;
+	strcpy(h->flows[1].spec, "tput:write:64:qps=2"); /* 19 bytes */
+	strcpy(h->flows[2].spec, "bw:read:1G");		 /* 10 bytes */
 	h->n_qps = 4;
 	for (int i = 0; i < 4; i++) {
 		h->qps[i].qpn = 17 + (uint32_t)i;
@@ -45,7 +48,7 @@ static void hello_round_trip(void **state)
 	(void)state;
 	sample_hello(&h);
 	len = bench_wire_put_hello(&h, buf, sizeof(buf));
-	assert_int_equal(len, 5 + 3 * 14 + 4 * 42);
+	assert_int_equal(len, 6 + 3 * 16 + 19 + 10 + 4 * 42);
 	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), 0);
 	assert_memory_equal(&h, &g, sizeof(h));
 	/* every truncation, and one byte too many */
@@ -95,6 +98,25 @@ static void hello_ranges(void **state)
 	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), -EPROTO);
 	assert_string_equal(err, "hello: QP 2: invalid QP or packet number");
 	sample_hello(&h);
+	h.mode = BENCH_MODE_MAX;
+	len = bench_wire_put_hello(&h, buf, sizeof(buf));
+	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "hello: unknown mode 3");
+	sample_hello(&h);
+	h.flows[1].spec[3] = '\n';
+	len = bench_wire_put_hello(&h, buf, sizeof(buf));
+	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "hello: flow 1: invalid specification");
+	/* a specification of 511 bytes is the longest */
+	sample_hello(&h);
+	memset(h.flows[0].spec, 'x', BENCH_SPEC_MAX - 1);
+	len = bench_wire_put_hello(&h, buf, sizeof(buf));
+	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), 0);
+	assert_int_equal(strlen(g.flows[0].spec), BENCH_SPEC_MAX - 1);
+	buf[6 + 14] = 2; /* its length: 512 + 255 */
+	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "hello: flow 0: invalid specification");
+	sample_hello(&h);
 	h.n_flows = 0;
 	len = bench_wire_put_hello(&h, buf, sizeof(buf));
 	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), -EPROTO);
@@ -132,12 +154,25 @@ static void accept_and_result(void **state)
 	r.flows[0].msgs = 123;
 	r.flows[0].bytes = 1ull << 40;
 	r.flows[1].cpu_ns = UINT64_MAX;
+	r.flows[1].reverse = true;
+	r.flows[1].rev = (struct bench_wire_reverse){
+		.msgs = 1, .posts = 2, .bytes = 3, .elapsed_ns = 4, .cpu_ns = 5,
+		.lat = { 6, 7, 8, 9, 10, 11, UINT64_MAX }, .error = "QP 0: stuck" };
 	len = bench_wire_put_result(&r, buf, sizeof(buf));
-	assert_int_equal(len, 2 + 2 * 24);
+	assert_int_equal(len, 2 + 2 * 25 + 12 * 8 + 2 + 11);
 	assert_int_equal(bench_wire_get_result(buf, len, &q, err, sizeof(err)), 0);
 	assert_memory_equal(&r, &q, sizeof(r));
 	for (size_t n = 0; n < len; n++)
 		assert_int_equal(bench_wire_get_result(buf, n, &q, err, sizeof(err)), -EPROTO);
+	/* the reverse flag is 0 or 1; its error printable */
+	len = bench_wire_put_result(&r, buf, sizeof(buf));
+	buf[2 + 24] = 2;
+	assert_int_equal(bench_wire_get_result(buf, len, &q, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "result: flow 0: invalid reverse flag 2");
+	r.flows[1].rev.error[2] = 0x7f;
+	len = bench_wire_put_result(&r, buf, sizeof(buf));
+	assert_int_equal(bench_wire_get_result(buf, len, &q, err, sizeof(err)), -EPROTO);
+	assert_string_equal(err, "result: flow 1: invalid error text");
 	r.n_flows = 65;
 	len = bench_wire_put_result(&r, buf, sizeof(buf));
 	assert_int_equal(bench_wire_get_result(buf, len, &q, err, sizeof(err)), -EPROTO);
@@ -204,17 +239,17 @@ static void framing(void **state)
 	assert_int_equal(bench_wire_recv(sv[1], 1000, &type, buf, &len, err, sizeof(err)),
 			 -EPROTO);
 	assert_string_equal(err, "message of 65537 bytes (at most 65536)");
-	raw(sv[0], BENCH_WIRE_MAGIC, 2, BENCH_MSG_HELLO, 3, "abc", 3);
+	raw(sv[0], BENCH_WIRE_MAGIC, 1, BENCH_MSG_HELLO, 3, "abc", 3);
 	assert_int_equal(bench_wire_recv(sv[1], 1000, &type, buf, &len, err, sizeof(err)),
 			 -EPROTO);
-	assert_string_equal(err, "the peer speaks protocol version 2, this justbench 1");
+	assert_string_equal(err, "the peer speaks protocol version 1, this justbench 2");
 	/* an ERROR of another version is still read as one */
 	raw(sv[0], BENCH_WIRE_MAGIC, 7, BENCH_MSG_ERROR, 2, "no", 2);
 	assert_int_equal(bench_wire_recv(sv[1], 1000, &type, buf, &len, err, sizeof(err)), 0);
 	assert_int_equal(type, BENCH_MSG_ERROR);
 	assert_int_equal(len, 2);
 	/* the peer closes in the middle of a payload */
-	raw(sv[0], BENCH_WIRE_MAGIC, 1, BENCH_MSG_RESULT, 10, "abc", 3);
+	raw(sv[0], BENCH_WIRE_MAGIC, 2, BENCH_MSG_RESULT, 10, "abc", 3);
 	close(sv[0]);
 	assert_int_equal(bench_wire_recv(sv[1], 1000, &type, buf, &len, err, sizeof(err)),
 			 -ECONNRESET);

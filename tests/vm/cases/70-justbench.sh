@@ -7,6 +7,13 @@
 #    messages times its size, its percentiles ordered, the server must have received every SEND;
 #  - the same in local mode (one process, both devices), with --rperf on a latency flow, and a
 #    device that does not exist, locally and on the server (clean errors);
+#  - --mode poll-cost, plain and under the shim in local mode: every kind of poll (empty,
+#    empty in flight, the hit, the clock's floor) measured, non-negative, one hit per message;
+#    the numbers are printed side by side, not ordered (the testbed's ticks land anywhere);
+#  - --mode bidir, local plain and under the shim (its default flows), and client/server plain
+#    and under the shim (a READ latency flow, a WRITE flow of two QPs): both directions of every
+#    flow moved bytes (counts consistent as forward ones), the
+#    aggregate is the sum of the two directions;
 #  - the paper's core scenario: a latency flow alone, then one next to a 1 MB WRITE bandwidth
 #    flow, plain and under the shim.  The p99s are printed, not judged (the testbed is two
 #    emulated CPUs shared with everything else).
@@ -127,6 +134,61 @@ export B RXE_DEV1 RXE_IP0
 export -f nodev srverr wait_port
 run_one justbench.local.nodev nodev
 run_one justbench.server.error srverr
+
+# ---- --mode poll-cost: what each ibv_poll_cq call costs, plain and through the shim's poll
+PC='.flows[0].poll_cost'
+for mode in plain shim; do
+	wrap=()
+	[[ $mode == shim ]] && wrap=(preload)
+	run_one "justbench.pollcost.$mode" "${wrap[@]}" "$B" local "$RXE_DEV1" "$RXE_DEV0" \
+		-g "$RXE_GID" --mode poll-cost -t 1s -o "$R/pollcost.$mode.json"
+	sane "pollcost.$mode" "$R/pollcost.$mode.json" 1
+	check "pollcost.$mode.kinds" "$R/pollcost.$mode.json" \
+		".bench_mode == \"poll-cost\" and .shim == $([[ $mode == shim ]] && echo true || echo false)
+		 and ($PC | [.empty_ns, .inflight_empty_ns, .hit_ns, .clock_ns]
+		      | all(.[]; [.samples, .min, .mean, .p50, .p99, .p999, .max]
+			    | all(.[]; type == \"number\" and . >= 0)))
+		 and $PC.hit_ns.samples == .flows[0].msgs and $PC.empty_ns.samples == .flows[0].msgs
+		 and $PC.inflight_empty_ns.samples <= .flows[0].msgs
+		 and $PC.clock_ns.samples == 10000" \
+		"$PC | \"ns p50/p99: empty \\(.empty_ns.p50)/\\(.empty_ns.p99), in flight \\(
+		 .inflight_empty_ns.p50)/\\(.inflight_empty_ns.p99), hit \\(.hit_ns.p50)/\\(
+		 .hit_ns.p99), clock \\(.clock_ns.p50)/\\(.clock_ns.p99); \\(.hit_ns.samples) msgs\""
+done
+
+# ---- --mode bidir: each flow both ways at once (default: latency WRITE 8 B, then 64 KiB WRITEs)
+# bidir NAME REPORT: both directions moved bytes, their sum is the aggregate
+bidir() {
+	sane "$1" "$2" 2
+	check "$1.reverse" "$2" \
+		'.bench_mode == "bidir" and all(.flows[]; .reverse.ok and .reverse.error == null and
+		 .reverse.msgs > 0 and .reverse.bytes == .reverse.msgs * .size and
+		 .reverse.msgs == .reverse.posts * .batch and
+		 .reverse.latency_ns.samples == .reverse.posts and .reverse.latency_ns.min > 0 and
+		 .reverse.elapsed_ns > 0 and .reverse.gbps > 0 and .reverse.cpu_pct > 0)' \
+		'[.flows[] | "\(.name) forward \(.msgs) reverse \(.reverse.msgs // "none") msgs"]
+		 | join(", ")'
+	check "$1.aggregate" "$2" \
+		'def near(a; b): a as $a | b as $b | ($a - $b | fabs) <= 1e-9 + 1e-6 * ($b | fabs);
+		 all(.flows[]; .aggregate.msgs == .msgs + .reverse.msgs and
+		     .aggregate.bytes == .bytes + .reverse.bytes and
+		     near(.aggregate.gbps; .gbps + .reverse.gbps) and
+		     near(.aggregate.mops; .mops + .reverse.mops))' \
+		'[.flows[] | "\(.name) \(.gbps * 1000 | floor) + \(.reverse.gbps * 1000 | floor) = "
+		  + "\(.aggregate.gbps * 1000 | floor) Mbit/s, p50 \(.latency_ns.p50 / 1000) / "
+		  + "\(.reverse.latency_ns.p50 / 1000) us"] | join(", ")'
+}
+for mode in plain shim; do
+	wrap=()
+	[[ $mode == shim ]] && wrap=(preload)
+	run_one "justbench.bidir.local.$mode" "${wrap[@]}" "$B" local "$RXE_DEV1" "$RXE_DEV0" \
+		-g "$RXE_GID" --mode bidir -t 1s -o "$R/bidir.local.$mode.json"
+	bidir "bidir.local.$mode" "$R/bidir.local.$mode.json"
+	# over TCP: READs one at a time both ways, then two QPs of 32 KiB WRITEs each way
+	pair "bidir.$mode" "${wrap[@]}" -- --mode bidir -t 1s lat:read:64:name=rlat \
+		bw:write:32K:qps=2,window=2,delay=1s,name=bw2
+	bidir "bidir.$mode" "$R/bidir.$mode.json"
+done
 
 # ---- the core scenario: latency alone, then next to a 1 MB WRITE bandwidth flow
 CORE=(-f lat:send:2:name=alone,duration=3s

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/* justbench named modes: names, defaults and what each requires of the flows.
+ * May call: bench_flow and libc only. */
+#include "bench_mode.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const mode_names[] = { "flows", "poll-cost", "bidir" };
+_Static_assert(sizeof(mode_names) / sizeof(mode_names[0]) == BENCH_MODE_MAX, "a name per mode");
+
+const char *bench_mode_name(enum bench_mode m)
+{
+	return (unsigned)m < BENCH_MODE_MAX ? mode_names[m] : "invalid";
+}
+
+int bench_mode_parse(const char *s, enum bench_mode *out)
+{
+	for (int i = 0; i < BENCH_MODE_MAX; i++) {
+		if (strcmp(s, mode_names[i]) == 0) {
+			*out = (enum bench_mode)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+size_t bench_mode_defaults(enum bench_mode m, uint64_t duration_us, struct bench_flow *flows,
+			   size_t max)
+{
+	size_t n = 0;
+
+	if (m == BENCH_MODE_POLL_COST && max >= 1) {
+		bench_flow_init(&flows[0], BENCH_LAT, 0);
+		flows[0].verb = BENCH_WRITE;
+		flows[0].size = 8;
+		strcpy(flows[0].name, "poll");
+		flows[0].duration_us = duration_us;
+		n = 1;
+	} else if (m == BENCH_MODE_BIDIR && max >= 2) {
+		bench_flow_init(&flows[0], BENCH_LAT, 0);
+		flows[0].verb = BENCH_WRITE;
+		flows[0].size = 8;
+		strcpy(flows[0].name, "lat");
+		flows[0].duration_us = duration_us;
+		bench_flow_init(&flows[1], BENCH_BW, 1);
+		flows[1].size = 64u << 10;
+		strcpy(flows[1].name, "bw");
+		flows[1].delay_us = duration_us;
+		flows[1].duration_us = duration_us;
+		n = 2;
+	}
+	return n;
+}
+
+int bench_mode_check(enum bench_mode m, bool rperf, const struct bench_flow *f, char *err,
+		     size_t errlen)
+{
+	const char *msg = NULL;
+
+	if (m == BENCH_MODE_POLL_COST) {
+		if (rperf)
+			msg = "rperf: --mode poll-cost times the flow's own polls, not with --rperf";
+		else if (f->cls != BENCH_LAT)
+			msg = "class: --mode poll-cost takes latency flows (one message at a time)";
+		else if (f->poll != BENCH_POLL_BUSY)
+			msg = "poll: --mode poll-cost times busy polling, poll must be busy";
+	} else if (m == BENCH_MODE_BIDIR) {
+		if (f->verb != BENCH_WRITE && f->verb != BENCH_READ)
+			msg = "verb: --mode bidir takes write and read flows (the client keeps no "
+			      "receives posted)";
+	} else if ((unsigned)m >= BENCH_MODE_MAX) {
+		msg = "mode: invalid";
+	}
+	if (!msg)
+		return 0;
+	snprintf(err, errlen, "%s", msg);
+	return -EINVAL;
+}

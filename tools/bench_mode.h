@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * justbench named modes (--mode, docs/justbench.1, MODES): what a run measures besides its
+ * flows, what it requires of them, and the flows it runs when none are given.
+ *
+ *	flows		the flows as given (the default)
+ *	poll-cost	the cost of checking for completion: every ibv_poll_cq call of each latency
+ *			flow is timed, on an empty CQ and when it returns the completion
+ *			(bench_pollcost.h)
+ *	bidir		both directions at once: the server runs every flow towards the client on
+ *			the same QPs while the client runs it towards the server
+ */
+#ifndef JUSTITIA_BENCH_MODE_H
+#define JUSTITIA_BENCH_MODE_H
+
+#include "bench_flow.h"
+
+enum bench_mode { BENCH_MODE_FLOWS, BENCH_MODE_POLL_COST, BENCH_MODE_BIDIR, BENCH_MODE_MAX };
+
+const char *bench_mode_name(enum bench_mode m); /* "flows", "poll-cost", "bidir" */
+int bench_mode_parse(const char *s, enum bench_mode *out);
+
+/*
+ * The flows of mode m when the command line gives none, each of duration_us: poll-cost one
+ * latency WRITE of 8 bytes; bidir a latency WRITE of 8 bytes, then (delayed by duration_us) a
+ * bandwidth WRITE of 64 KiB.  Writes at most max flows; returns how many (0 for flows: the user
+ * must give them).
+ */
+size_t bench_mode_defaults(enum bench_mode m, uint64_t duration_us, struct bench_flow *flows,
+			   size_t max);
+
+/*
+ * Whether flow f may run in mode m (with --rperf when rperf): poll-cost takes busy-polling
+ * latency flows and no rperf; bidir takes WRITE and READ flows (the client keeps no receives
+ * posted).  -EINVAL with "KEY: what is wrong" in err.
+ */
+int bench_mode_check(enum bench_mode m, bool rperf, const struct bench_flow *f, char *err,
+		     size_t errlen);
+
+#endif
