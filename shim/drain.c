@@ -79,6 +79,7 @@ static void unsplit(struct shim_qp *q, struct pend_wr *p)
 	}
 	p->chunk = 0;
 	p->n_chunks = 1;
+	p->zfin = 0;
 	p->went_whole = 1;
 }
 
@@ -179,6 +180,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 		if (!direct && slot && st && !p->paid) {
 			uint64_t last = !p->chunk ? p->cost_bytes
 				      : p->kind == SPLITMSG_SEND ? p->chunk
+				      : p->zfin ? 0
 				      : p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk;
 			uint64_t cost = wrpost_cost_ns(cls, slot, last);
 			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now, cost,

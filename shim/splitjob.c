@@ -14,11 +14,23 @@
 #include "splitmsg.h"
 #include "vops.h"
 
+/* Zero-length final.
+ *
+ * A one-sided WRITE or READ goes whole in data chunks on the split QP; once
+ * they have completed, the application's own WR follows on its QP with no
+ * bytes: it carries the wr_id, the completion and the flags, and has no
+ * effect on remote memory.  So the next split message needs no ordering
+ * barrier behind it (a final that moved bytes could still land after the
+ * next message's chunks), which saved a round trip per message.
+ * WRITE_WITH_IMM keeps bytes in its final (its immediate tells the peer the
+ * data is there), and SENDs have their own protocol (splitmsg.c). */
+
 /* @p goes in chunks of @chunk bytes; a two-sided one asks the peer first. */
 void splitjob_prepare(struct pend_wr *p, uint32_t chunk, int kind)
 {
 	p->chunk = chunk;
-	p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk);
+	p->zfin = kind == SPLITMSG_ONE_SIDED;
+	p->n_chunks = (uint32_t)((p->cost_bytes + chunk - 1) / chunk) + p->zfin;
 	p->kind = (uint8_t)kind;
 	p->phase = kind == SPLITMSG_ONE_SIDED ? SPLITMSG_DATA : SPLITMSG_HDR;
 }
@@ -158,7 +170,7 @@ static int post_to_segments(struct shim_qp *q, struct pend_wr *p, struct ibv_sen
 int splitjob_post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k, uint32_t window)
 {
 	int last = k == splitjob_data_chunk(p, p->n_chunks - 2);
-	uint64_t off = (uint64_t)k * p->chunk, len = p->cost_bytes - off;
+	uint64_t off = (uint64_t)k * p->chunk, len = off < p->cost_bytes ? p->cost_bytes - off : 0;
 	struct ibv_sge sg[SPLIT_MAX_SGE];
 	struct ibv_send_wr w = p->wr, *bad = NULL;
 	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
@@ -180,8 +192,8 @@ int splitjob_post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k, uint32
 		return EINVAL;
 	w.sg_list = sg;
 	w.num_sge = n;
-	if (p->kind != SPLITMSG_SEND)
-		w.wr.rdma.remote_addr = p->wr.wr.rdma.remote_addr + off;
+	if (p->kind != SPLITMSG_SEND) /* (a zero-length final: the message's own address) */
+		w.wr.rdma.remote_addr = p->wr.wr.rdma.remote_addr + (len ? off : 0);
 	if (k != splitjob_final_chunk(p)) {
 		rc = post_split(q, p, &w, last, window);
 	} else {
@@ -195,7 +207,8 @@ int splitjob_post_chunk(struct shim_qp *q, struct pend_wr *p, uint32_t k, uint32
 					  p->cost_bytes);
 		rc = shim_qp_post_app(q, &w, &bad);
 		if (!rc) {
-			atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
+			if (len)
+				atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 			/* the application posted one WR of the whole length */
 			uint64_t bytes, cnt = p->wr_api ? stats_account_wr_api(&q->st, &p->wr, NULL, &bytes)
 						      : stats_account_classic(&q->st, &p->wr, NULL, 0, &bytes);

@@ -354,6 +354,7 @@ void splitmsg_make_whole(struct shim_qp *q, struct pend_wr *p)
 					  memory_order_relaxed);
 	p->chunk = 0;
 	p->n_chunks = 1;
+	p->zfin = 0;
 	p->next_chunk = 0;
 	p->kind = SPLITMSG_ONE_SIDED;
 	p->phase = SPLITMSG_DATA;

@@ -147,6 +147,9 @@ struct pend_wr {
 				* had no room for it: shim_no_room()) */
 	uint8_t window;        /* its split window so far: it never shrinks
 				* (splitjob.c, "split window") */
+	uint8_t zfin;          /* one-sided: every byte goes in data chunks, the
+				* final WR on the application's QP moves none
+				* (splitjob.c, "zero-length final") */
 	uint64_t seq;          /* which of the peer's receives it consumes */
 	uint64_t deadline_ns;  /* READY due by then */
 	struct splitmsg_seg seg[SPLITMSG_MAX_SEG];

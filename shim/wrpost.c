@@ -109,6 +109,7 @@ struct pend_wr *wrpost_copy(const struct ibv_send_wr *wr)
 	p->went_whole = 0;
 	p->paid = 0;
 	p->window = 0;
+	p->zfin = 0;
 	p->seq = 0;
 	p->deadline_ns = 0;
 	p->wr_api = 0;

@@ -58,7 +58,7 @@ static void split_waits_for_earlier_wrs(void **state)
 
 	use_split_qp();
 	post_one_write(5, 100);   /* whole, straight to the provider */
-	post_one_write(7, 4000);  /* four chunks */
+	post_one_write(7, 4000);  /* four data chunks, then a zero-length final */
 	assert_int_equal(provider_count(), 2);
 	assert_ptr_equal(prov.qp[1], &qp);  /* the barrier, not a chunk */
 	assert_int_equal(prov.len[1], 0);
@@ -71,19 +71,20 @@ static void split_waits_for_earlier_wrs(void **state)
 	got = ibv_poll_cq(&cq, 8, wc);
 	assert_int_equal(got, 1);           /* the app's WRITE; the barrier dropped */
 	assert_int_equal(wc[0].wr_id, 5);
-	assert_int_equal(provider_count(), 5); /* the chunks went from that poll */
-	for (int i = 2; i < 5; i++)
+	assert_int_equal(provider_count(), 6); /* the chunks went from that poll */
+	for (int i = 2; i < 6; i++)
 		assert_ptr_equal(prov.qp[i], &split_qp);
 	pthread_mutex_lock(&prov.lock);
 	prov.complete_split = 1;
 	pthread_mutex_unlock(&prov.lock);
-	for (int i = 0; i < 3000 && provider_count() < 6; i++) {
+	for (int i = 0; i < 3000 && provider_count() < 7; i++) {
 		got = ibv_poll_cq(&cq, 8, wc);
 		usleep(1000);
 	}
-	assert_int_equal(provider_count(), 6);
-	assert_ptr_equal(prov.qp[5], &qp);
-	assert_int_equal(prov.wr_id[5], 7);
+	assert_int_equal(provider_count(), 7);
+	assert_ptr_equal(prov.qp[6], &qp);    /* the final: the app's WR, no bytes */
+	assert_int_equal(prov.wr_id[6], 7);
+	assert_int_equal(prov.len[6], 0);
 	assert_int_equal(atomic_load(&q->st.split[SPLITMSG_ONE_SIDED]), 1);
 	drop_split_qp();
 }

@@ -51,31 +51,32 @@ static void fail_open_keeps_order_behind_split(void **state)
 	struct ibv_wc wc[4];
 
 	use_split_qp();
-	/* four chunks: three on the split QP now, the last when they are done */
+	/* four data chunks on the split QP now, the (zero-length) final when
+	 * they are done */
 	post_one_write(7, 4000);
-	assert_int_equal(provider_count(), 3);
-	for (int i = 0; i < 3; i++)
+	assert_int_equal(provider_count(), 4);
+	for (int i = 0; i < 4; i++)
 		assert_ptr_equal(prov.qp[i], &split_qp);
 	atomic_store(&gseg.g.flags, 0);
 	shim_pace_fail_open();
 	assert_int_equal(atomic_load(&q->direct), 1);
 	post_n(2, 50, 100);
-	assert_int_equal(provider_count(), 3); /* not ahead of the message */
+	assert_int_equal(provider_count(), 4); /* not ahead of the message */
 
 	pthread_mutex_lock(&prov.lock);
 	prov.complete_split = 1;
 	pthread_mutex_unlock(&prov.lock);
-	for (int i = 0; i < 3000 && provider_count() < 6; i++) {
+	for (int i = 0; i < 3000 && provider_count() < 7; i++) {
 		ibv_poll_cq(&cq, 4, wc); /* progresses the backlog */
 		usleep(1000);
 	}
-	assert_int_equal(provider_count(), 6);
-	assert_ptr_equal(prov.qp[3], &qp);
-	assert_int_equal(prov.wr_id[3], 7);
-	assert_int_equal(prov.wr_id[4], 50);
-	assert_int_equal(prov.wr_id[5], 51);
-	post_n(1, 60, 100); /* the backlog is gone: straight through */
 	assert_int_equal(provider_count(), 7);
+	assert_ptr_equal(prov.qp[4], &qp);
+	assert_int_equal(prov.wr_id[4], 7);
+	assert_int_equal(prov.wr_id[5], 50);
+	assert_int_equal(prov.wr_id[6], 51);
+	post_n(1, 60, 100); /* the backlog is gone: straight through */
+	assert_int_equal(provider_count(), 8);
 	drop_split_qp();
 }
 
@@ -84,9 +85,9 @@ static void fail_open_keeps_order_behind_split(void **state)
 static void reset_drops_backlog_and_chunks(void **state)
 {
 	use_split_qp();
-	post_one_write(7, 4000);         /* three chunks in flight, never done */
+	post_one_write(7, 4000);         /* four chunks in flight, never done */
 	post_n(2, 50, 100);              /* queued behind it */
-	assert_int_equal(provider_count(), 3);
+	assert_int_equal(provider_count(), 4);
 	assert_true(atomic_load(&shim_pace_queued) > 0);
 	shim_pace_qp_reset(q);
 	assert_null(q->bl_head);
@@ -94,8 +95,8 @@ static void reset_drops_backlog_and_chunks(void **state)
 	assert_int_equal(q->busy, 0);
 	assert_int_equal(atomic_load(&shim_pace_queued), 0);
 	post_n(1, 60, 100);
-	assert_int_equal(provider_count(), 4); /* straight through */
-	assert_int_equal(prov.wr_id[3], 60);
+	assert_int_equal(provider_count(), 5); /* straight through */
+	assert_int_equal(prov.wr_id[4], 60);
 	drop_split_qp();
 }
 
@@ -247,7 +248,7 @@ static void backlog_split_when_chunk_shrinks(void **state)
 		assert_int_equal(prov.len[i], 4096);
 	}
 	pthread_mutex_lock(&q->lock);
-	assert_int_equal(q->bl_head->n_chunks, 16);
+	assert_int_equal(q->bl_head->n_chunks, 16 + 1); /* and the zero-length final */
 	assert_int_equal(q->bl_head->inflight, SPLIT_WINDOW);
 	assert_int_equal(q->bl_len, 3);
 	q->split.qp = NULL;

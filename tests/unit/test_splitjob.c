@@ -26,13 +26,13 @@ static void unsignaled_final_is_not_remembered(void **state)
 	prov.complete_split = 1;
 	pthread_mutex_unlock(&prov.lock);
 	assert_int_equal(ibv_post_send(&qp, &wr, &bad), 0); /* four chunks, unsignaled */
-	for (int i = 0; i < 3000 && provider_count() < 4; i++) {
+	for (int i = 0; i < 3000 && provider_count() < 5; i++) {
 		assert_int_equal(ibv_poll_cq(&cq, 8, wc), 0);
 		usleep(1000);
 	}
-	assert_int_equal(provider_count(), 4);
-	assert_ptr_equal(prov.qp[3], &qp); /* the final chunk, 1000 bytes */
-	assert_int_equal(prov.len[3], 1000);
+	assert_int_equal(provider_count(), 5);
+	assert_ptr_equal(prov.qp[4], &qp); /* the final, with no bytes */
+	assert_int_equal(prov.len[4], 0);
 	assert_int_equal(atomic_load(&q->split.msg.fin_len), 0);
 	post_one_write(7, 1000); /* whole, signaled */
 	for (int i = 0; i < 3000 && !got; i++) {
@@ -52,7 +52,7 @@ static void unsignaled_final_is_not_remembered(void **state)
 /* A message of 20 chunks: at most a window (4 before any completion was
  * timed) on the split QP at once, only some of them signaled (every half
  * window, and the last), each completion retiring every chunk up to it;
- * the final chunk on the application's QP after them all. */
+ * the final WR (no bytes) on the application's QP after them all. */
 static void split_chunks_signal_a_few_per_window(void **state)
 {
 	int split = 0, sig = 0, last_split = -1;
@@ -76,12 +76,12 @@ static void split_chunks_signal_a_few_per_window(void **state)
 		sig += !!(prov.flags[i] & IBV_SEND_SIGNALED);
 		last_split = i;
 	}
-	assert_int_equal(split, 19);
+	assert_int_equal(split, 20);
 	assert_true(prov.flags[last_split] & IBV_SEND_SIGNALED);
-	assert_true(sig <= 19 / 2 + 2);
+	assert_true(sig <= 20 / 2 + 2);
 	assert_ptr_equal(prov.qp[prov.n - 1], &qp);
 	assert_int_equal(prov.wr_id[prov.n - 1], 7);
-	assert_int_equal(prov.len[prov.n - 1], 1000);
+	assert_int_equal(prov.len[prov.n - 1], 0);
 	pthread_mutex_unlock(&prov.lock);
 	assert_int_equal(q->split.c_done, q->split.c_posted);
 	drop_split_qp();

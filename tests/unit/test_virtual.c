@@ -194,17 +194,17 @@ static void split_resources_come_from_the_table(void **state)
 static void step_polls_the_split_cq(void **state)
 {
 	use_split_qp();
-	post_one_write(1, 3000); /* two chunks on the split QP, the final waits */
-	assert_int_equal(provider_count(), 2);
+	post_one_write(1, 3000); /* three chunks on the split QP, the final waits */
+	assert_int_equal(provider_count(), 3);
 	shim_pace_step(vnow, &split_cq);
-	assert_int_equal(provider_count(), 2); /* nothing completed yet */
+	assert_int_equal(provider_count(), 3); /* nothing completed yet */
 	pthread_mutex_lock(&prov.lock);
 	prov.complete_split = 1;
 	pthread_mutex_unlock(&prov.lock);
 	shim_pace_step(vnow + 1000, &split_cq);
-	assert_int_equal(provider_count(), 3);
-	assert_ptr_equal(prov.qp[2], &qp);
-	assert_int_equal(prov.wr_id[2], 1);
+	assert_int_equal(provider_count(), 4);
+	assert_ptr_equal(prov.qp[3], &qp);
+	assert_int_equal(prov.wr_id[3], 1);
 	drop_split_qp();
 }
 
