@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const mode_names[] = { "flows", "poll-cost", "bidir" };
+static const char *const mode_names[] = { "flows",    "poll-cost", "bidir",
+					   "reuse",    "overhead",  "overlap" };
 _Static_assert(sizeof(mode_names) / sizeof(mode_names[0]) == BENCH_MODE_MAX, "a name per mode");
 
 const char *bench_mode_name(enum bench_mode m)
@@ -24,6 +25,19 @@ int bench_mode_parse(const char *s, enum bench_mode *out)
 		}
 	}
 	return -EINVAL;
+}
+
+/* A flow of class cls, verb WRITE, size bytes, named name, from delay_us for duration_us. */
+static void flow(struct bench_flow *f, enum bench_class cls, uint32_t size, const char *name,
+		 uint64_t delay_us, uint64_t duration_us)
+{
+	bench_flow_init(f, cls, 0);
+	f->verb = BENCH_WRITE;
+	f->size = size;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->poll = BENCH_POLL_BUSY;
+	f->delay_us = delay_us;
+	f->duration_us = duration_us;
 }
 
 size_t bench_mode_defaults(enum bench_mode m, uint64_t duration_us, struct bench_flow *flows,
@@ -50,6 +64,16 @@ size_t bench_mode_defaults(enum bench_mode m, uint64_t duration_us, struct bench
 		flows[1].delay_us = duration_us;
 		flows[1].duration_us = duration_us;
 		n = 2;
+	} else if ((m == BENCH_MODE_REUSE || m == BENCH_MODE_OVERHEAD) && max >= 2) {
+		bool reuse = m == BENCH_MODE_REUSE;
+
+		flow(&flows[0], BENCH_LAT, reuse ? 64 : 8, "lat", 0, duration_us);
+		flow(&flows[1], BENCH_BW, reuse ? 64u << 10 : 256u << 10, "bw", duration_us,
+		     duration_us);
+		n = 2;
+	} else if (m == BENCH_MODE_OVERLAP && max >= 1) {
+		flow(&flows[0], BENCH_LAT, 1024, "overlap", 0, duration_us);
+		n = 1;
 	}
 	return n;
 }
@@ -70,6 +94,15 @@ int bench_mode_check(enum bench_mode m, bool rperf, const struct bench_flow *f, 
 		if (f->verb != BENCH_WRITE && f->verb != BENCH_READ)
 			msg = "verb: --mode bidir takes write and read flows (the client keeps no "
 			      "receives posted)";
+	} else if (m == BENCH_MODE_REUSE || m == BENCH_MODE_OVERHEAD || m == BENCH_MODE_OVERLAP) {
+		if (rperf)
+			msg = "rperf: the sweeping modes time the flow's own messages, not with --rperf";
+		else if (f->poll != BENCH_POLL_BUSY)
+			msg = "poll: the sweeping modes poll busily, poll must be busy";
+		else if (f->batch != 1)
+			msg = "batch: the sweeping modes post one message at a time, batch must be 1";
+		else if (m == BENCH_MODE_OVERLAP && f->cls != BENCH_LAT)
+			msg = "class: --mode overlap takes latency flows (one message at a time)";
 	} else if ((unsigned)m >= BENCH_MODE_MAX) {
 		msg = "mode: invalid";
 	}

@@ -1,10 +1,31 @@
 // SPDX-License-Identifier: MIT
 /* justbench results: aggregation over a flow's QPs, the table and the JSON document.
- * May call: bench_run (the results), bench_stats, bench_flow, jansson and libc. */
+ * May call: bench_run (the results), bench_stats, bench_flow, bench_sweep, jansson and libc. */
 #include "bench_report.h"
 
 #include <errno.h>
 #include <string.h>
+
+/* The sweep's points over the workers' sweepers (every worker of a flow has the same points). */
+static int collect_sweep(struct bench_flow_result *r, struct bench_worker *w, size_t n)
+{
+	struct bench_point_run *runs[BENCH_QPS_MAX] = { 0 };
+	struct bench_samples clock;
+	int rc = 0;
+
+	bench_samples_init(&clock);
+	for (size_t i = 0; i < n && i < BENCH_QPS_MAX; i++) {
+		runs[i] = w[i].sweep ? w[i].sweep->run : NULL;
+		if (w[i].sweep && bench_samples_merge(&clock, &w[i].sweep->cpu_clock))
+			rc = -ENOMEM;
+	}
+	r->swept = true;
+	if (bench_sweep_collect(&r->sweep, w[0].sweep->spec, w[0].sweep->n, runs, n))
+		rc = -ENOMEM;
+	bench_samples_summarize(&clock, &r->sweep.cpu_clock);
+	bench_samples_free(&clock);
+	return rc;
+}
 
 int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, size_t n)
 {
@@ -42,6 +63,8 @@ int bench_result_collect(struct bench_flow_result *r, struct bench_worker *w, si
 		bench_samples_free(&w[i].corrected);
 	}
 	r->elapsed_ns = end > start ? end - start : 0;
+	if (n && w[0].sweep && collect_sweep(r, w, n))
+		rc = -ENOMEM;
 	bench_samples_summarize(&lat, &r->lat);
 	bench_samples_summarize(&probe, &r->probe);
 	bench_samples_summarize(&corrected, &r->corrected);
@@ -175,6 +198,8 @@ void bench_report_table(FILE *out, const struct bench_results *res)
 			summary_ns(out, "poll returning 1:", &r->pc.hit);
 			summary_ns(out, "clock (two reads):", &r->pc.clock);
 		}
+		if (r->swept)
+			bench_sweep_table(out, &r->sweep, r->flow.qps);
 		if (r->error[0])
 			fprintf(out, "  FAILED: %s\n", r->error);
 	}
@@ -263,6 +288,8 @@ static json_t *flow_json(const struct bench_flow_result *r)
 				     "inflight_empty_ns", summary_json(&r->pc.inflight), "hit_ns",
 				     summary_json(&r->pc.hit), "clock_ns",
 				     summary_json(&r->pc.clock)));
+	if (r->swept)
+		bad |= bench_sweep_json(o, &r->sweep, r->flow.qps);
 	if (r->server)
 		bad |= set(o, "server",
 			   json_pack("{sI sI sf}", "msgs", (json_int_t)r->server_msgs, "bytes",

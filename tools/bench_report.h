@@ -10,6 +10,7 @@
 #include "bench_mode.h"
 #include "bench_run.h"
 #include "bench_stats.h"
+#include "bench_sweep.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ struct bench_flow_result {
 	struct bench_summary probe, corrected;
 	bool pollcost; /* --mode poll-cost */
 	struct bench_pollcost_summary pc;
+	bool swept; /* --mode reuse, overhead, overlap: its points */
+	struct bench_sweep_result sweep;
 	bool reverse; /* --mode bidir: what the server's flow towards the client did */
 	struct bench_wire_reverse rev;
 	bool server; /* the server's counts are known */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* justbench traffic: the worker (initiator) and responder threads, and the rperf probe.
- * May call: bench_verbs, bench_stats, bench_flow, bench_pollcost, libibverbs, pthreads and
- * libc. */
+ * May call: bench_verbs, bench_stats, bench_flow, bench_pollcost, bench_sweeprun, libibverbs,
+ * pthreads and libc. */
 #include "bench_run.h"
 
 #include <endian.h>
@@ -375,6 +375,33 @@ static void run_pollcost(struct bench_worker *w, struct ibv_send_wr *wr)
 	}
 }
 
+/* A sweeping mode: the sweeper's points, then their sums as the worker's numbers. */
+static void run_sweep(struct bench_worker *w)
+{
+	const struct bench_flow *f = w->flow;
+	struct bench_sweeper *s = w->sweep;
+	struct bench_sweep_qp q = {
+		.qp = w->qp.qp, .cq = w->qp.cq, .buf = w->qp.buf, .lkey = w->qp.mr->lkey,
+		.max_inline = w->qp.max_inline, .remote_addr = w->remote.addr,
+		.rkey = w->remote.rkey,
+	};
+	int rc;
+
+	sleep_until(w->start->t0_ns + f->delay_us * 1000, w->stop);
+	w->start_ns = bench_now_ns();
+	rc = bench_sweeper_run(s, f, &q, w->stop, w->errmsg, sizeof(w->errmsg));
+	w->end_ns = bench_now_ns();
+	if (rc)
+		w->error = rc;
+	for (unsigned k = 0; k < s->n; k++) {
+		w->msgs += s->run[k].msgs;
+		w->posts += s->run[k].msgs;
+		w->bytes += s->run[k].bytes;
+		if (bench_samples_merge(&w->lat, &s->run[k].lat))
+			set_error(&w->error, w->errmsg, "out of memory for latency samples");
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct bench_worker *w = arg;
@@ -395,7 +422,9 @@ static void *worker_main(void *arg)
 		pthread_cond_wait(&w->start->cond, &w->start->lock);
 	pthread_mutex_unlock(&w->start->lock);
 	cpu0 = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	if (!w->error && w->pollcost)
+	if (!w->error && w->sweep)
+		run_sweep(w);
+	else if (!w->error && w->pollcost)
 		run_pollcost(w, wr);
 	else if (!w->error)
 		run_worker(w, wr, posted, probe_ns);
@@ -433,6 +462,11 @@ void bench_worker_free(struct bench_worker *w)
 	bench_samples_free(&w->probe);
 	bench_samples_free(&w->corrected);
 	bench_pollcost_free(&w->pc);
+	if (w->sweep) {
+		bench_sweeper_free(w->sweep);
+		free(w->sweep);
+		w->sweep = NULL;
+	}
 	if (w->rperf) {
 		bench_qp_destroy(&w->probe_a);
 		bench_qp_destroy(&w->probe_b);

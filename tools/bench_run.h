@@ -10,7 +10,9 @@
  * Latency flows (window 1, batch 1) thus measure one message at a time.  With rperf, each
  * latency sample is preceded by a probe: the same message from the same device to itself over a
  * loopback QP pair, whose time is subtracted from the sample.  With pollcost (--mode poll-cost,
- * latency flows only) each message also times its ibv_poll_cq calls (bench_pollcost.h).
+ * latency flows only) each message also times its ibv_poll_cq calls (bench_pollcost.h).  With a
+ * sweeper (--mode reuse, overhead, overlap) the worker runs the sweep's points instead
+ * (bench_sweeprun.h); its counts and latency samples are then the sums over the points.
  *
  * A responder drives one QP on the other side for SEND and WRITE_IMM flows: it keeps receives
  * posted (event-driven, it never spins) and counts what arrives.  WRITE and READ flows need no
@@ -22,6 +24,7 @@
 #include "bench_flow.h"
 #include "bench_pollcost.h"
 #include "bench_stats.h"
+#include "bench_sweeprun.h"
 #include "bench_verbs.h"
 
 #include <pthread.h>
@@ -47,6 +50,7 @@ struct bench_worker {
 	struct bench_wire_qp probe_remote; /* probe_b's buffer */
 	bool pollcost;			   /* time each poll (bench_pollcost.h) */
 	struct bench_pollcost pc;
+	struct bench_sweeper *sweep;	   /* a sweeping mode (owned), or NULL */
 	const atomic_bool *stop;	  /* stop posting now (signal, error) */
 	struct bench_start *start;
 

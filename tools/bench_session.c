@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* justbench sessions: the client and server sides of one run.
- * May call: bench_wire, bench_verbs, bench_run, bench_bidir, bench_report and libc. */
+ * May call: bench_wire, bench_verbs, bench_run, bench_bidir, bench_sweep(run), bench_report and
+ * libc. */
 #include "bench_session.h"
 
 #include "bench_bidir.h"
@@ -76,8 +77,8 @@ struct client {
 };
 
 static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
-			enum bench_mode mode, const struct bench_flow *flows, size_t n, char *err,
-			size_t errlen)
+			enum bench_mode mode, const struct bench_sweep_cfg *sweep,
+			const struct bench_flow *flows, size_t n, char *err, size_t errlen)
 {
 	size_t k = 0;
 	int rc;
@@ -120,6 +121,12 @@ static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
 			rc = bench_qp_create(&w->qp, &c->dev, &cfg, err, errlen);
 			if (!rc && rperf && f->cls == BENCH_LAT)
 				rc = bench_worker_setup_probe(w, &c->dev, e->classify, err, errlen);
+			if (!rc && bench_sweep_mode(mode)) {
+				w->sweep = calloc(1, sizeof(*w->sweep));
+				rc = w->sweep ? bench_sweeper_setup(w->sweep, mode, sweep, f,
+								    c->dev.pd, err, errlen)
+					      : seterr(err, errlen, -ENOMEM, "out of memory");
+			}
 			if (rc)
 				return rc;
 			bench_qp_local(&w->qp, &c->dev, &c->hello.qps[k]);
@@ -230,8 +237,9 @@ static int client_results(struct client *c, int fd, const struct bench_flow *flo
 }
 
 int bench_client_session(const struct bench_end *e, bool rperf, enum bench_mode mode,
-			 const struct bench_flow *flows, size_t n, int fd, atomic_bool *stop,
-			 struct bench_results *res, char *err, size_t errlen)
+			 const struct bench_sweep_cfg *sweep, const struct bench_flow *flows,
+			 size_t n, int fd, atomic_bool *stop, struct bench_results *res, char *err,
+			 size_t errlen)
 {
 	struct client *c = calloc(1, sizeof(*c));
 	int rc;
@@ -253,7 +261,7 @@ int bench_client_session(const struct bench_end *e, bool rperf, enum bench_mode 
 	res->rperf = rperf;
 	res->bench_mode = mode;
 	res->shim = bench_classify_available();
-	rc = client_setup(c, e, rperf, mode, flows, n, err, errlen);
+	rc = client_setup(c, e, rperf, mode, sweep, flows, n, err, errlen);
 	if (!rc)
 		rc = client_connect(c, fd, err, errlen);
 	if (!rc)

@@ -22,13 +22,15 @@ struct bench_end {
 };
 
 /*
- * Runs flows[0..n) (durations resolved, bench_mode_check()ed for mode) over fd and fills res->flows[] and res->n.  stop ends
+ * Runs flows[0..n) (durations resolved, bench_mode_check()ed for mode) over fd and fills
+ * res->flows[] and res->n; a sweeping mode (bench_sweep.h) with the settings sweep.  stop ends
  * the flows early (they still report).  0 when the session worked (a flow may still have failed:
  * bench_results_failed()), else -errno with a message in err.
  */
 int bench_client_session(const struct bench_end *e, bool rperf, enum bench_mode mode,
-			 const struct bench_flow *flows, size_t n, int fd, atomic_bool *stop,
-			 struct bench_results *res, char *err, size_t errlen);
+			 const struct bench_sweep_cfg *sweep, const struct bench_flow *flows,
+			 size_t n, int fd, atomic_bool *stop, struct bench_results *res, char *err,
+			 size_t errlen);
 
 /* Serves one client on fd.  0, or -errno with a message in err. */
 int bench_server_session(const struct bench_end *e, int fd, const atomic_bool *stop, char *err,

@@ -4,17 +4,20 @@
  *
  *	justbench server [-p PORT] [-d DEV] [-g GID] [-i PORT] [--persist]
  *	justbench client HOST [FLOW...] [-f FLOW]... [-s FILE] [-t TIME] [--rperf] [--json] ...
- *		[--mode flows|poll-cost|bidir]
+ *		[--mode flows|poll-cost|bidir|reuse|overhead|overlap] [--reuse LIST]
+ *		[--rotate LIST] [--buffers N] [--compute LIST]
  *	justbench local DEV_A DEV_B [FLOW...] ...	(both ends in one process, A initiates)
  *
  * This file is the command line and the sockets; bench_session.c runs a session over a
  * connected socket, bench_run.c the traffic, bench_report.c prints the results.
- * May call: bench_scenario, bench_session, bench_flow, bench_mode, bench_report and libc
+ * May call: bench_scenario, bench_session, bench_flow, bench_mode, bench_sweep, bench_report and
+ * libc
  * (sockets, getopt).
  */
 #include "bench_mode.h"
 #include "bench_scenario.h"
 #include "bench_session.h"
+#include "bench_sweep.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -47,6 +50,8 @@ struct opts {
 	int tcp_port;
 	bool persist, rperf, json, dry_run;
 	enum bench_mode bench_mode; /* --mode */
+	struct bench_sweep_cfg sweep; /* --reuse, --rotate, --buffers, --compute */
+	bool sweep_set;
 	const char *output; /* -o: the JSON report to this file too */
 	uint64_t duration_us;
 	struct bench_scenario sc; /* the scenario's flows, then the command line's */
@@ -67,7 +72,9 @@ static void usage(FILE *out)
 	      "       justbench local DEV_A DEV_B [FLOW...] [options]\n"
 	      "options: -f FLOW (repeatable), -s SCENARIO.json, -t DURATION (default 5s),\n"
 	      "         -p PORT (18600), -d DEV, -g GID_INDEX, -i IB_PORT, --rperf, --json,\n"
-	      "         -o REPORT.json, --no-classify, --dry-run, --mode flows|poll-cost|bidir\n"
+	      "         -o REPORT.json, --no-classify, --dry-run,\n"
+	      "         --mode flows|poll-cost|bidir|reuse|overhead|overlap,\n"
+	      "         --reuse PCT,... --rotate N,... --buffers N (reuse), --compute TIME,...\n"
 	      "FLOW:    CLASS[:VERB[:SIZE]][:KEY=VALUE,...]   e.g. lat:send:2  "
 	      "tput:write:64:batch=16\n"
 	      "         bw:write:1M:window=4,delay=3s,duration=3s   (see justbench(1))\n",
@@ -133,6 +140,10 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mode", required_argument, NULL, 'm' },
+		{ "reuse", required_argument, NULL, 1001 },
+		{ "rotate", required_argument, NULL, 1002 },
+		{ "buffers", required_argument, NULL, 1003 },
+		{ "compute", required_argument, NULL, 1004 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -192,8 +203,23 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 			break;
 		case 'm':
 			if (bench_mode_parse(optarg, &o->bench_mode))
-				return usage_error("unknown mode \"%s\" (flows, poll-cost or bidir)",
-						   optarg);
+				return usage_error("unknown mode \"%s\" (flows, poll-cost, bidir, "
+						   "reuse, overhead or overlap)", optarg);
+			break;
+		case 1001:
+		case 1002:
+		case 1003:
+		case 1004:
+			rc = c == 1001 ? bench_sweep_parse_reuse(&o->sweep, optarg, err, sizeof(err))
+			     : c == 1002 ? bench_sweep_parse_rotate(&o->sweep, optarg, err,
+								    sizeof(err))
+			     : c == 1003 ? bench_sweep_parse_buffers(&o->sweep, optarg, err,
+								     sizeof(err))
+					 : bench_sweep_parse_compute(&o->sweep, optarg, err,
+								     sizeof(err));
+			if (rc)
+				return usage_error("%s", err);
+			o->sweep_set = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -228,6 +254,16 @@ static int check_flows(struct opts *o)
 	char err[ERR_MAX];
 	size_t bad;
 
+	if ((o->sweep.n_reuse || o->sweep.n_rotate || o->sweep.buffers) &&
+	    o->bench_mode != BENCH_MODE_REUSE) {
+		fprintf(stderr, "justbench: --reuse, --rotate and --buffers need --mode reuse\n");
+		return EXIT_USAGE;
+	}
+	if (o->sweep.n_compute && o->bench_mode != BENCH_MODE_OVERHEAD &&
+	    o->bench_mode != BENCH_MODE_OVERLAP) {
+		fprintf(stderr, "justbench: --compute needs --mode overhead or overlap\n");
+		return EXIT_USAGE;
+	}
 	if (!o->sc.n)
 		o->sc.n = bench_mode_defaults(o->bench_mode, o->duration_us, o->sc.flows,
 					      BENCH_FLOWS_MAX);
@@ -436,8 +472,8 @@ static int run_client(struct opts *o)
 			goto out_free;
 		}
 	}
-	rc = bench_client_session(&o->end, o->rperf, o->bench_mode, o->sc.flows, o->sc.n, fds[0], &stop_flag,
-				  res, err, sizeof(err)) ? 1 : 0;
+	rc = bench_client_session(&o->end, o->rperf, o->bench_mode, &o->sweep, o->sc.flows,
+				  o->sc.n, fds[0], &stop_flag, res, err, sizeof(err)) ? 1 : 0;
 	if (o->mode == MODE_LOCAL) {
 		shutdown(fds[0], SHUT_RDWR);
 		pthread_join(tid, NULL);
@@ -497,7 +533,7 @@ int main(int argc, char **argv)
 	if (o.mode == MODE_SERVER) {
 		if (npos)
 			return usage_error("server: unexpected argument \"%s\"", pos[0]);
-		if (o.sc.n || o.bench_mode)
+		if (o.sc.n || o.bench_mode || o.sweep_set)
 			return usage_error("server: the client chooses the flows and the mode");
 	} else if (o.mode == MODE_CLIENT) {
 		if (npos < 1)

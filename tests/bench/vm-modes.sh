@@ -10,6 +10,15 @@
 #              that returns the completion; the clock's floor
 #   bidir      justbench --mode bidir: latency WRITEs of 8 B both ways at
 #              once, then 64 KiB WRITEs both ways at once (4 in flight each)
+#   reuse      justbench --mode reuse --rotate 1,16 (2 x SECS): 64-byte latency
+#              WRITEs, then 64 KiB WRITEs (4 in flight), at 0/50/90/100%
+#              reuse of one buffer (a pool of 64), then 1 and 16 in rotation
+#   overhead   justbench --mode overhead (3 x SECS each flow): CPU ns of each
+#              post and of its polls (8-byte WRITEs), then 256 KiB WRITEs
+#              with 0..10 ms of computation before each post, and the knee
+#   overlap    justbench --mode overlap (3 x SECS) with a link delay of 0, 1
+#              and 5 ms each way (jv_delay): 1 KiB WRITEs, post, compute C,
+#              wait; the share of the communication time C hid
 #
 # Per setting: the median over the rounds of each number.  SECS per run
 # (default 2); BENCH_OUT keeps the JSON reports.
@@ -22,19 +31,31 @@ ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-2}
 mkdir -p "$O"
 : "${RXE_DEV0:?run me through: tests/vm/justitia-vm --rxe}"
+JV_OUT=$O/jv
+. tests/vm/lib.sh # jv_delay
 
+declare -A EXTRA=([reuse]="--rotate 1,16 -t $((2 * SECS))" [overhead]="-t $((3 * SECS))"
+	[overlap]="--compute 10us,100us,1ms,2ms,5ms -t $((3 * SECS))")
 run() { # NAME MODE WRAP...
 	local name=$1 mode=$2
 	shift 2
+	# shellcheck disable=SC2086 # EXTRA's options are words
 	"$@" "$B" local "$RXE_DEV1" "$RXE_DEV0" -g "$RXE_GID" --mode "$mode" -t "$SECS" \
-		-o "$O/$name.json" >"$O/$name.out" 2>&1 || echo "$name failed: $(tail -1 "$O/$name.out")"
+		${EXTRA[$mode]:-} -o "$O/$name.json" >"$O/$name.out" 2>&1 ||
+		echo "$name failed: $(tail -1 "$O/$name.out")"
 }
 
 for r in $(seq "$ROUNDS"); do
-	for m in poll-cost bidir; do
+	for m in poll-cost bidir reuse overhead; do
 		run "$m.plain.$r" "$m" env
 		run "$m.shim.$r" "$m" env LD_PRELOAD="$SHIM"
 	done
+	for d in 0 1 5; do
+		jv_delay $d
+		run "overlap-$d.plain.$r" overlap env
+		run "overlap-$d.shim.$r" overlap env LD_PRELOAD="$SHIM"
+	done
+	jv_delay 0
 done
 
 # median SETTING JQ: the median over the rounds of JQ applied to each report
@@ -71,4 +92,60 @@ for s in plain shim; do
 		"$(median "bidir.$s" "$W.gbps * 1000 | floor")" \
 		"$(median "bidir.$s" "$W.reverse.gbps * 1000 | floor")" \
 		"$(median "bidir.$s" "$W.aggregate.gbps * 1000 | floor")"
+done
+
+echo "== justbench --mode reuse, median of $ROUNDS runs: latency flow (64 B) p50/p99 us, bandwidth flow (64 KiB) Mbit/s"
+printf '%-6s %-8s' "" "flow"
+for k in 'reuse 0%' 'reuse 50%' 'reuse 90%' 'reuse 100%' '1 in turn' '16 in turn'; do printf ' %12s' "$k"; done
+echo
+for s in plain shim; do
+	printf '%-6s %-8s' "$s" "lat"
+	for i in 0 1 2 3 4 5; do
+		printf ' %12s' "$(median "reuse.$s" ".flows[0].sweep.points[$i].latency_ns.p50 / 100 | floor / 10")/$(median \
+			"reuse.$s" ".flows[0].sweep.points[$i].latency_ns.p99 / 100 | floor / 10")"
+	done
+	echo
+	printf '%-6s %-8s' "$s" "bw"
+	for i in 0 1 2 3 4 5; do
+		printf ' %12s' "$(median "reuse.$s" ".flows[1].sweep.points[$i].gbps * 1000 | floor")"
+	done
+	echo
+done
+
+echo "== justbench --mode overhead, median of $ROUNDS runs: CPU ns per 8-byte WRITE (p50 / mean)"
+printf '%-6s %14s %14s %10s %12s\n' "" "post" "polls" "clock p50" "lat p50 us"
+for s in plain shim; do
+	P='.flows[0].sweep.points[0]'
+	printf '%-6s %14s %14s %10s %12s\n' "$s" \
+		"$(median "overhead.$s" "$P.post_cpu_ns.p50")/$(median "overhead.$s" "$P.post_cpu_ns.mean")" \
+		"$(median "overhead.$s" "$P.poll_cpu_ns.p50")/$(median "overhead.$s" "$P.poll_cpu_ns.mean")" \
+		"$(median "overhead.$s" '.flows[0].sweep.cpu_clock_ns.p50')" \
+		"$(median "overhead.$s" "$P.latency_ns.p50 / 100 | floor / 10")"
+done
+echo "   256 KiB WRITEs, 4 in flight, C of computation before each post: Mbit/s (share computing %)"
+printf '%-6s' ""
+for c in 0 100us 1ms 2ms 5ms 10ms; do printf ' %14s' "C=$c"; done
+printf ' %12s\n' "knee %"
+for s in plain shim; do
+	printf '%-6s' "$s"
+	for i in 0 1 2 3 4 5; do
+		printf ' %14s' "$(median "overhead.$s" ".flows[1].sweep.points[$i].gbps * 1000 | floor") ($(median \
+			"overhead.$s" ".flows[1].sweep.points[$i].compute_share * 1000 | floor / 10"))"
+	done
+	printf ' %12s\n' "$(median "overhead.$s" '.flows[1].sweep.knee.compute_share // 0 | . * 1000 | floor / 10')"
+done
+
+echo "== justbench --mode overlap (1 KiB WRITE), median of $ROUNDS runs: T (C = 0) us, then overlap % per C"
+printf '%-6s %-6s %9s' "delay" "" "T us"
+for c in 10us 100us 1ms 2ms 5ms; do printf ' %8s' "C=$c"; done
+echo
+for d in 0 1 5; do
+	for s in plain shim; do
+		printf '%-6s %-6s %9s' "${d}ms" "$s" \
+			"$(median "overlap-$d.$s" '.flows[0].sweep.points[0].latency_ns.mean / 100 | floor / 10')"
+		for i in 1 2 3 4 5; do
+			printf ' %8s' "$(median "overlap-$d.$s" ".flows[0].sweep.points[$i].overlap * 100 | floor")"
+		done
+		echo
+	done
 done

@@ -23,6 +23,9 @@ static void names(void **state)
 	assert_string_equal(bench_mode_name(BENCH_MODE_POLL_COST), "poll-cost");
 	assert_string_equal(bench_mode_name(BENCH_MODE_BIDIR), "bidir");
 	assert_string_equal(bench_mode_name(BENCH_MODE_FLOWS), "flows");
+	assert_string_equal(bench_mode_name(BENCH_MODE_REUSE), "reuse");
+	assert_string_equal(bench_mode_name(BENCH_MODE_OVERHEAD), "overhead");
+	assert_string_equal(bench_mode_name(BENCH_MODE_OVERLAP), "overlap");
 	assert_string_equal(bench_mode_name(BENCH_MODE_MAX), "invalid");
 	assert_int_equal(bench_mode_parse("pollcost", &m), -EINVAL);
 	assert_int_equal(bench_mode_parse("Bidir", &m), -EINVAL);
@@ -60,6 +63,28 @@ static void defaults(void **state)
 	assert_int_equal(f[1].size, 65536);
 	/* no room: nothing */
 	assert_int_equal(bench_mode_defaults(BENCH_MODE_BIDIR, 1000000, f, 1), 0);
+	/* the sweeping modes: their own flows, busy, valid, accepted by their mode */
+	assert_int_equal(bench_mode_defaults(BENCH_MODE_REUSE, 1000000, f, 4), 2);
+	assert_int_equal(f[0].size, 64);
+	assert_int_equal(f[1].size, 65536);
+	assert_int_equal(f[1].delay_us, 1000000);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(bench_mode_check(BENCH_MODE_REUSE, false, &f[i], err, sizeof(err)),
+				 0);
+	assert_int_equal(bench_mode_defaults(BENCH_MODE_OVERHEAD, 1000000, f, 4), 2);
+	assert_int_equal(bench_flows_check(f, 2, &bad, err, sizeof(err)), 0);
+	assert_int_equal(f[1].size, 256u << 10);
+	assert_int_equal(f[1].cls, BENCH_BW);
+	assert_int_equal(f[1].poll, BENCH_POLL_BUSY);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(bench_mode_check(BENCH_MODE_OVERHEAD, false, &f[i], err,
+						  sizeof(err)), 0);
+	assert_int_equal(bench_mode_defaults(BENCH_MODE_OVERLAP, 1000000, f, 4), 1);
+	assert_int_equal(bench_flow_format(&f[0], spec, sizeof(spec)), 0);
+	assert_string_equal(spec, "lat:write:1K:name=overlap,qps=1,batch=1,window=1,poll=busy,"
+				  "delay=0s,duration=1s,iters=0,rate=0");
+	assert_int_equal(bench_mode_check(BENCH_MODE_OVERLAP, false, &f[0], err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_defaults(BENCH_MODE_OVERHEAD, 1000000, f, 1), 0);
 }
 
 static void checks(void **state)
@@ -91,6 +116,23 @@ static void checks(void **state)
 	assert_int_equal(bench_flow_parse("bw:read:64K", 0, &f, err, sizeof(err)), 0);
 	assert_int_equal(bench_mode_check(BENCH_MODE_BIDIR, false, &f, err, sizeof(err)), 0);
 	assert_int_equal(bench_mode_check(BENCH_MODE_MAX, false, &f, err, sizeof(err)), -EINVAL);
+	/* the sweeping modes: busy, batch 1, no rperf; overlap only latency flows */
+	assert_int_equal(bench_flow_parse("bw:read:64K:poll=busy", 0, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_REUSE, false, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_OVERHEAD, false, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_OVERLAP, false, &f, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "class: --mode overlap takes latency flows (one message at a time)");
+	assert_int_equal(bench_mode_check(BENCH_MODE_REUSE, true, &f, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, "rperf: ", 7) == 0);
+	assert_int_equal(bench_flow_parse("bw:write:64K", 0, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_OVERHEAD, false, &f, err, sizeof(err)),
+			 -EINVAL);
+	assert_true(strncmp(err, "poll: ", 6) == 0);
+	assert_int_equal(bench_flow_parse("tput:write:64:batch=16,poll=busy", 0, &f, err,
+					  sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_REUSE, false, &f, err, sizeof(err)), -EINVAL);
+	assert_true(strncmp(err, "batch: ", 7) == 0);
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 #include "../../tools/bench_pollcost.c"
 #include "../../tools/bench_report.c"
 #include "../../tools/bench_stats.c"
+#include "../../tools/bench_sweep.c"
 
 static void fill_worker(struct bench_worker *w, uint64_t start, uint64_t end, uint64_t first,
 			uint64_t n, uint32_t batch, uint32_t size)
@@ -182,6 +183,17 @@ static struct bench_results *sample_results(void)
 	strcpy(r->flow.name, "elephant");
 	r->flow.duration_us = 3000000;
 	strcpy(r->error, "QP 0: completion error: retry counter exceeded");
+	/* a sweep of every kind of point (the modes never mix them; the schema does) */
+	r->swept = true;
+	r->sweep.n = 5;
+	r->sweep.p[0] = (struct bench_point){ .spec = { BENCH_PT_COMPUTE, 0 }, .msgs = 10,
+					      .bytes = 10000, .elapsed_ns = 1000000,
+					      .lat = { 10, 1, 2, 2, 3, 3, 3 } };
+	r->sweep.p[1] = (struct bench_point){ .spec = { BENCH_PT_REUSE, 50 }, .msgs = 10 };
+	r->sweep.p[2] = (struct bench_point){ .spec = { BENCH_PT_ROTATE, 8 }, .msgs = 10 };
+	r->sweep.p[3] = (struct bench_point){ .spec = { BENCH_PT_CPU, 0 }, .msgs = 10 };
+	r->sweep.p[4] = (struct bench_point){ .spec = { BENCH_PT_OVERLAP, 1000 }, .msgs = 10,
+					      .compute_ns = 10000 };
 	return res;
 }
 

@@ -14,6 +14,13 @@
 #    and under the shim (a READ latency flow, a WRITE flow of two QPs): both directions of every
 #    flow moved bytes (counts consistent as forward ones), the
 #    aggregate is the sum of the two directions;
+#  - the sweeping modes (--mode reuse, overhead, overlap), plain and under the shim in local
+#    mode, reuse also client/server: every point moved messages (all drained: bytes = msgs x
+#    size, a latency sample each), reuse R sent exactly floor(R x msgs / 100) on the shared
+#    buffer, one buffer in rotation all of them; overhead's CPU per post and per poll
+#    non-negative, one each per message, computation's share 0 without and > 0 with it, a
+#    knee; overlap within 0..1, each message's time at least its computation, and with a 5 ms
+#    link delay (jv_delay) a 1 ms computation hides more than without it;
 #  - the paper's core scenario: a latency flow alone, then one next to a 1 MB WRITE bandwidth
 #    flow, plain and under the shim.  The p99s are printed, not judged (the testbed is two
 #    emulated CPUs shared with everything else).
@@ -189,6 +196,84 @@ for mode in plain shim; do
 		bw:write:32K:qps=2,window=2,delay=1s,name=bw2
 	bidir "bidir.$mode" "$R/bidir.$mode.json"
 done
+
+# ---- the sweeping modes: every point ran, drained, and kept its own promises
+# points NAME REPORT: what every point of every flow must have
+points() {
+	check "$1.points" "$2" \
+		'all(.flows[]; .ok and (.sweep.points | length) > 0 and .size as $size |
+		     .msgs == ([.sweep.points[].msgs] | add) and
+		     all(.sweep.points[]; .msgs > 0 and .bytes == .msgs * $size and
+			 .latency_ns.samples == .msgs and .elapsed_ns > 0 and .gbps > 0 and
+			 .latency_ns.min > 0 and .latency_ns.p50 <= .latency_ns.p99))' \
+		'[.flows[] | "\(.name): " + ([.sweep.points[] | "\(.kind) \(.x) \(.msgs)"] | join(", "))]
+		 | join("; ")'
+}
+reuse() {
+	points "$1" "$2"
+	check "$1.buffers" "$2" \
+		'.bench_mode == "reuse" and all(.flows[].sweep.points[];
+		 if .kind == "reuse" then .reused_msgs == (.x * .msgs / 100 | floor)
+		 elif .x == 1 then .reused_msgs == .msgs else .reused_msgs <= .msgs end)' \
+		'[.flows[] | "\(.name) " + ([.sweep.points[] | "\(.kind) \(.x): \(.reused_msgs)/\(.msgs) "
+		  + "\(.gbps * 1000 | floor) Mbit/s p50 \(.latency_ns.p50 / 1000 | floor) us"]
+		  | join(", "))] | join("; ")'
+}
+for mode in plain shim; do
+	wrap=()
+	[[ $mode == shim ]] && wrap=(preload)
+	run_one "justbench.reuse.local.$mode" "${wrap[@]}" "$B" local "$RXE_DEV1" "$RXE_DEV0" \
+		-g "$RXE_GID" --mode reuse --reuse 0,50,100 --rotate 1,8 --buffers 16 -t 1s \
+		-o "$R/reuse.local.$mode.json"
+	reuse "reuse.local.$mode" "$R/reuse.local.$mode.json"
+	run_one "justbench.overhead.$mode" "${wrap[@]}" "$B" local "$RXE_DEV1" "$RXE_DEV0" \
+		-g "$RXE_GID" --mode overhead --compute 200us,2ms -t 1500ms \
+		-o "$R/overhead.$mode.json"
+	points "overhead.$mode" "$R/overhead.$mode.json"
+	check "overhead.$mode.cpu" "$R/overhead.$mode.json" \
+		'.bench_mode == "overhead" and (.flows[0].sweep.points[0] | .kind == "cpu" and
+		 .post_cpu_ns.samples == .msgs and .poll_cpu_ns.samples == .msgs and
+		 .post_cpu_ns.min >= 0 and .poll_cpu_ns.min >= 0 and .cpu_per_msg_ns > 0) and
+		 .flows[0].sweep.cpu_clock_ns.samples == 1000' \
+		'.flows[0].sweep | "CPU ns per message p50: post \(.points[0].post_cpu_ns.p50), poll "
+		 + "\(.points[0].poll_cpu_ns.p50) (clock \(.cpu_clock_ns.p50))"'
+	check "overhead.$mode.compute" "$R/overhead.$mode.json" \
+		'.flows[1].sweep | (.points | length) == 3 and .points[0].x == 0 and
+		 .points[0].compute_share == 0 and .points[0].relative_gbps == 1 and
+		 all(.points[1:][]; .compute_share > 0 and .compute_share <= 1 and
+		     .compute_ns >= .x * .msgs) and .knee != null' \
+		'.flows[1].sweep | ([.points[] | "C \(.x / 1000) us: \(.gbps * 1000 | floor) Mbit/s, "
+		 + "computing \(.compute_share * 100 | floor)%"] | join(", ")) + "; knee \(.knee.compute_share)"'
+done
+pair reuse.plain -- --mode reuse --reuse 0,100 --rotate 4 -t 1s lat:send:64 \
+	bw:write:32K:window=2,poll=busy,delay=1s
+reuse reuse.pair "$R/reuse.plain.json"
+
+# overlap: without a delay and with 5 ms each way, a 1 ms computation between post and wait
+overlap() {
+	points "$1" "$2"
+	check "$1.overlap" "$2" \
+		'.bench_mode == "overlap" and (.flows[0].sweep.points | .[0].overlap == 0 and
+		 all(.[]; .overlap >= 0 and .overlap <= 1 and .comm_ns > 0 and
+		     .latency_ns.mean * .msgs >= .compute_ns))' \
+		'.flows[0].sweep.points | "T \(.[0].comm_ns / 1000 | floor) us; "
+		 + ([.[] | "C \(.x / 1000) us: \(.overlap * 100 | floor)%"] | join(", "))'
+}
+run_one justbench.overlap.nodelay "$B" local "$RXE_DEV1" "$RXE_DEV0" -g "$RXE_GID" \
+	--mode overlap --compute 1ms -t 1s -o "$R/overlap.0.json"
+overlap overlap.nodelay "$R/overlap.0.json"
+jv_delay 5
+run_one justbench.overlap.delay5 "$B" local "$RXE_DEV1" "$RXE_DEV0" -g "$RXE_GID" \
+	--mode overlap --compute 1ms -t 2s -o "$R/overlap.5.json"
+jv_delay 0
+overlap overlap.delay5 "$R/overlap.5.json"
+# what 1 ms of computation hid (overlap x T): at most T without a delay (tens of us), about the
+# whole 1 ms with 5 ms each way
+hidden='.flows[0].sweep.points[1] | .overlap * .comm_ns | floor'
+h0=$(jq "$hidden" "$R/overlap.0.json" 2>/dev/null)
+[[ $h0 =~ ^[0-9]+$ ]] || h0=1000000000000
+check overlap.delay.hides.more "$R/overlap.5.json" "($hidden) > $h0" \
+	"\"1 ms computation hid \\(($hidden) / 1000) us with 5 ms each way, $((h0 / 1000)) us without\""
 
 # ---- the core scenario: latency alone, then next to a 1 MB WRITE bandwidth flow
 CORE=(-f lat:send:2:name=alone,duration=3s
