@@ -2,7 +2,7 @@
 /*
  * justbench: several RDMA flows at once between two devices or hosts (docs/justbench.1).
  *
- *	justbench server [-p PORT] [-d DEV] [-g GID] [-i PORT] [--persist]
+ *	justbench server [-p PORT] [-d DEV] [-g GID] [-i PORT] [--persist] [--clients N]
  *	justbench client HOST [FLOW...] [-f FLOW]... [-s FILE] [-t TIME] [--rperf] [--json] ...
  *		[--mode flows|poll-cost|bidir|reuse|overhead|overlap] [--reuse LIST]
  *		[--rotate LIST] [--buffers N] [--compute LIST]
@@ -10,12 +10,14 @@
  *
  * This file is the command line and the sockets; bench_session.c runs a session over a
  * connected socket, bench_run.c the traffic, bench_report.c prints the results.
- * May call: bench_scenario, bench_session, bench_flow, bench_mode, bench_sweep, bench_report and
+ * May call: bench_scenario, bench_serve, bench_session, bench_flow, bench_mode, bench_sweep,
+ * bench_report and
  * libc
  * (sockets, getopt).
  */
 #include "bench_mode.h"
 #include "bench_scenario.h"
+#include "bench_serve.h"
 #include "bench_session.h"
 #include "bench_sweep.h"
 
@@ -49,6 +51,7 @@ struct opts {
 	struct bench_end end; /* this end (local: the initiating device) */
 	int tcp_port;
 	bool persist, rperf, json, dry_run;
+	unsigned clients; /* server: sessions at once (a hot spot) */
 	enum bench_mode bench_mode; /* --mode */
 	struct bench_sweep_cfg sweep; /* --reuse, --rotate, --buffers, --compute */
 	bool sweep_set;
@@ -68,6 +71,7 @@ static void on_signal(int sig)
 static void usage(FILE *out)
 {
 	fputs("usage: justbench server [-p PORT] [-d DEV] [-g GID_INDEX] [-i IB_PORT] [--persist]\n"
+	      "                        [--clients N]\n"
 	      "       justbench client HOST [FLOW...] [options]\n"
 	      "       justbench local DEV_A DEV_B [FLOW...] [options]\n"
 	      "options: -f FLOW (repeatable), -s SCENARIO.json, -t DURATION (default 5s),\n"
@@ -144,6 +148,7 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 		{ "rotate", required_argument, NULL, 1002 },
 		{ "buffers", required_argument, NULL, 1003 },
 		{ "compute", required_argument, NULL, 1004 },
+		{ "clients", required_argument, NULL, 1005 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -186,6 +191,15 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 		case 'P':
 			o->persist = true;
 			break;
+		case 1005: {
+			int n;
+
+			if (parse_int(optarg, 1, BENCH_SERVE_MAX, &n))
+				return usage_error("invalid client count \"%s\" (1..%d)", optarg,
+						   BENCH_SERVE_MAX);
+			o->clients = (unsigned)n;
+			break;
+		}
 		case 'R':
 			o->rperf = true;
 			break;
@@ -354,35 +368,16 @@ static int connect_to(const char *host, int port, char *err, size_t errlen)
 
 static int run_server(struct opts *o)
 {
-	int lfd = listen_on(o->tcp_port), rc = 0;
-	char err[ERR_MAX];
+	int lfd = listen_on(o->tcp_port), rc;
 
 	if (lfd < 0) {
 		fprintf(stderr, "justbench: cannot listen on port %d: %s\n", o->tcp_port,
 			strerror(-lfd));
 		return 1;
 	}
-	fprintf(stderr, "justbench: listening on port %d\n", o->tcp_port);
-	while (!atomic_load(&stop_flag)) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
-
-		if (fd < 0) {
-			if (errno == EINTR)
-				continue;
-			fprintf(stderr, "justbench: accept: %s\n", strerror(errno));
-			rc = 1;
-			break;
-		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		rc = bench_server_session(&o->end, fd, &stop_flag, err, sizeof(err)) ? 1 : 0;
-		close(fd);
-		if (rc)
-			fprintf(stderr, "justbench: session failed: %s\n", err);
-		else
-			fprintf(stderr, "justbench: session done\n");
-		if (!o->persist)
-			break;
-	}
+	fprintf(stderr, "justbench: listening on port %d (%u client%s at once)\n", o->tcp_port,
+		o->clients, o->clients == 1 ? "" : "s");
+	rc = bench_serve(&o->end, lfd, o->clients, o->persist, &stop_flag, stderr);
 	close(lfd);
 	return rc;
 }
@@ -503,6 +498,7 @@ int main(int argc, char **argv)
 		.end = { .port = 1, .gid_index = -1, .classify = true },
 		.tcp_port = DEFAULT_PORT,
 		.duration_us = BENCH_DURATION_DEFAULT_US,
+		.clients = 1,
 	};
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESETHAND };
 	const char **pos = NULL;
@@ -553,6 +549,8 @@ int main(int argc, char **argv)
 		if (rc)
 			return rc;
 	}
+	if (o.mode != MODE_SERVER && o.clients != 1)
+		return usage_error("--clients is the server's");
 	if (o.mode != MODE_SERVER) {
 		rc = check_flows(&o);
 		if (rc)
