@@ -167,6 +167,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	want = cfg->reference.always_on || c->n.lat > 0;
 	if (want && !c->wanted) {
 		quantile_reset(&c->win); /* old samples describe another situation */
+		quantile_reset(&c->raw_win);
 		c->last_total = c->win.total;
 		c->base_ns = c->base_cur_ns = c->base_prev_ns = c->base_epoch_ns = 0;
 	}
@@ -190,13 +191,17 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	/* samples older than max_age_ms describe another moment: one long
 	 * violation would hold Current99 (and SafeUtil at its floor) for the
 	 * whole RefCount otherwise */
-	if (cfg->reference.max_age_ms && now > (uint64_t)cfg->reference.max_age_ms * 1000000)
+	if (cfg->reference.max_age_ms && now > (uint64_t)cfg->reference.max_age_ms * 1000000) {
 		quantile_expire(&c->win, now - (uint64_t)cfg->reference.max_age_ms * 1000000);
+		quantile_expire(&c->raw_win, now - (uint64_t)cfg->reference.max_age_ms * 1000000);
+	}
 	c->have99 = quantile_count(&c->win) > 0;
 	if (c->have99) {
 		c->current99_ns = quantile_ppm(&c->win, 990000);
 		c->p50_ns = quantile_ppm(&c->win, 500000);
 		c->p999_ns = quantile_ppm(&c->win, 999000);
+		c->raw99_ns = c->ref.lb_up && quantile_count(&c->raw_win)
+				      ? quantile_ppm(&c->raw_win, 990000) : 0;
 	}
 	cur = c->have99 ? c->current99_ns : 0;
 	{
@@ -377,10 +382,14 @@ int ctrl_init(struct ctrl *c, struct daemon *d)
 	rc = quantile_init(&c->win, d->cfg.reference.window);
 	if (rc)
 		return rc;
+	rc = quantile_init(&c->raw_win, d->cfg.reference.window);
+	if (rc)
+		goto out_win;
 	if (d->peer) {
 		rc = refflow_init(&c->ref, d->loop, d->peer, &d->cfg, &c->win);
 		if (rc)
 			goto out_win;
+		c->ref.raw_win = &c->raw_win;
 		c->ref_ok = true;
 	}
 	calib_init(&c->cal, d->loop, &c->ref, calib_done, c);
@@ -404,6 +413,7 @@ out_ref:
 	if (c->ref_ok)
 		refflow_fini(&c->ref);
 out_win:
+	quantile_fini(&c->raw_win);
 	quantile_fini(&c->win);
 	return rc;
 }
@@ -415,6 +425,7 @@ void ctrl_fini(struct ctrl *c)
 	if (c->ref_ok)
 		refflow_fini(&c->ref);
 	quantile_fini(&c->win);
+	quantile_fini(&c->raw_win);
 	free(c->tf);
 	free(c->af);
 	free(c->fp);
@@ -430,7 +441,8 @@ void ctrl_reconfigure(struct ctrl *c)
 {
 	const struct config *cfg = &c->d->cfg;
 
-	if (quantile_resize(&c->win, cfg->reference.window))
+	if (quantile_resize(&c->win, cfg->reference.window) ||
+	    quantile_resize(&c->raw_win, cfg->reference.window))
 		log_warnx("reference.window %u: out of memory, keeping %u", cfg->reference.window,
 			  c->win.cap);
 	c->last_total = c->win.total;

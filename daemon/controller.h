@@ -63,6 +63,7 @@ struct ctrl {
 	ev_timer step_w;
 	bool idle;
 	struct quantile win;
+	struct quantile raw_win;        /* the uncorrected samples (loopback correction) */
 	struct aimd aimd;
 	struct aimd_config acfg;
 	struct refflow ref;
@@ -89,6 +90,7 @@ struct ctrl {
 	uint64_t base_cur_ns, base_prev_ns, base_epoch_ns; /* its two epochs' minima */
 	bool have99;
 	uint64_t current99_ns, p50_ns, p999_ns;
+	uint64_t raw99_ns;              /* loopback correction: the p99 before it, 0: none */
 	struct aimd_counts n;           /* logical counts of the last step */
 	uint32_t n_latency_all;         /* latency flows on every port (chunk rule) */
 	/* pace modes (common/shm_abi.h, share.h) */

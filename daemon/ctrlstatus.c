@@ -166,6 +166,8 @@ void ctrl_status(struct ctrl *c, json_t *o)
 								: json_null());
 		json_object_set_new(ref, "last_ns", jnull_or(rf->last_ns));
 		json_object_set_new(ref, "loopback_ns", jnull_or(rf->last_lb_ns));
+		/* both views: Current99 is corrected, this is what it was before */
+		json_object_set_new(ref, "uncorrected99_ns", jnull_or(c->raw99_ns));
 		json_object_set_new(ref, "loopback_correction", json_boolean(rf->lb_up));
 		json_object_set_new(ref, "skipped", jint(rf->skipped));
 		json_object_set_new(ref, "polled", jint(rf->polled));

@@ -76,6 +76,7 @@ struct refflow {
 	struct peer_ctx *pc;
 	const struct config *cfg;
 	struct quantile *win;
+	struct quantile *raw_win;       /* loopback correction on: the uncorrected samples */
 	char want_dev[CONFIG_NAME_MAX];  /* device, port, GID for the probes */
 	unsigned want_port;
 	int want_gid;

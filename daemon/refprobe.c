@@ -157,8 +157,11 @@ static void sample_done(struct refflow *rf, uint64_t now)
 {
 	uint64_t v = rf->cur.ref_ns;
 
-	if (rf->lb_up && rf->cur.lb_done)
+	if (rf->lb_up && rf->cur.lb_done) {
 		v = v > rf->cur.lb_ns ? v - rf->cur.lb_ns : 0;
+		if (rf->raw_win) /* both views in justctl status */
+			quantile_add_at(rf->raw_win, rf->cur.ref_ns, now);
+	}
 	quantile_add_at(rf->win, v, now);
 	rf->samples++;
 	rf->polled += rf->spinning;

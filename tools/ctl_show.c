@@ -152,7 +152,16 @@ void ctl_show_status(const json_t *reply, FILE *out)
 		a = ctl_fmt_ns(v);
 		b = ctl_field(c, "p50_ns", ctl_fmt_ns);
 		e = ctl_field(c, "p999_ns", ctl_fmt_ns);
-		ctl_kv(out, "latency:", ctl_xasprintf("p99 %s (p50 %s, p99.9 %s)", a, b, e));
+		if (ctl_juint(ref, "uncorrected99_ns", &v)) {
+			char *u = ctl_fmt_ns(v);
+
+			ctl_kv(out, "latency:",
+			       ctl_xasprintf("p99 %s (p50 %s, p99.9 %s; %s before the loopback "
+					     "correction)", a, b, e, u));
+			free(u);
+		} else {
+			ctl_kv(out, "latency:", ctl_xasprintf("p99 %s (p50 %s, p99.9 %s)", a, b, e));
+		}
 		free(a);
 		free(b);
 		free(e);

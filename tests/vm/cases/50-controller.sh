@@ -106,6 +106,11 @@ expect_eq config.clear.insecure.accepted 0 "$?"
 # jd0 subtracts a loopback probe on rxe0 from every sample (RPerf-style)
 expect_eq jd0.loopback.correction "true true" \
 	"$(st jd0 '"\(.controller.reference.loopback_correction) \(.controller.reference.loopback_ns > 0)"')"
+# both views: the p99 before the correction too
+expect_eq jd0.loopback.both.views "true true" \
+	"$(st jd0 '"\(.controller.reference.uncorrected99_ns > 0) \(.controller.current99_ns > 0)"')"
+echo "  jd0: p99 $(st jd0 .controller.current99_ns) ns corrected, $(st jd0 .controller.reference.uncorrected99_ns) ns before"
+expect_eq jd1.no.correction.no.second.view null "$(st jd1 .controller.reference.uncorrected99_ns)"
 # jd0 polls each probe's CQ after posting it (up to 2 ms), jd1 never does
 expect_eq jd0.reference.polled yes \
 	"$(st jd0 'if .controller.reference.polled > 0 then "yes" else "no: \(.controller.reference.polled) of \(.controller.reference.samples)" end')"
