@@ -5,7 +5,8 @@
 # with target99_over_base keeps SafeUtil at MaxRate while nothing competes:
 # its target is the measured base plus target99_us.  The same path with an
 # absolute Target99 of 1 ms halves SafeUtil on every window (the contrast
-# that makes the test able to fail).
+# that makes the test able to fail).  justctl calibrate measures a rate
+# over the long path.
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
 D=$PWD/build/justitiad
@@ -15,10 +16,10 @@ DELAY_MS=5
 head -c 32 /dev/urandom | base64 >"$JV_OUT/secret"
 chmod 600 "$JV_OUT/secret"
 
-conf() { # NAME DEVICE PEER OVER_BASE
+conf() { # NAME DEVICE PEER OVER_BASE MAX_RATE
 	cat >"$JV_OUT/$1.json" <<EOT
 { "runtime_dir": "/run/$1", "state_dir": "$JV_OUT/$1-state", "qpwatch": false,
-  "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "400Mbit" } ],
+  "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "$5" } ],
   "reference": { "peers": [ { "address": "$3" } ], "secret_file": "$JV_OUT/secret",
                  "always_on": true, "window": 400 },
   "controller": { "target99_us": 1000, "target99_over_base": $4 } }
@@ -46,8 +47,8 @@ expect_eq sendlat.delay.median yes \
 	"$(awk -v v="${p50:-0}" -v d=$DELAY_MS 'BEGIN { print (v >= d * 1000 ? "yes" : "no: " v " us") }')"
 
 # jd0 absolute Target99, jd1 over the base; each with a latency flow
-conf jd0 "$RXE_DEV0" "$RXE_IP1" false
-conf jd1 "$RXE_DEV1" "$RXE_IP0" true
+conf jd0 "$RXE_DEV0" "$RXE_IP1" false 400Mbit
+conf jd1 "$RXE_DEV1" "$RXE_IP0" true auto
 "$D" -c "$JV_OUT/jd0.json" >"$JV_OUT/jd0.log" 2>&1 &
 JD0=$!
 "$D" -c "$JV_OUT/jd1.json" >"$JV_OUT/jd1.log" 2>&1 &
@@ -76,6 +77,14 @@ expect_eq delay.over_base.safe_util.at.max yes \
 	"$(jq -r 'if .safe_util_bps == .max_rate_bps then "yes" else "no: \(.safe_util_bps) of \(.max_rate_bps)" end' "$JV_OUT/jd1.controller.json")"
 expect_eq delay.absolute.collapses yes \
 	"$(jq -r 'if .safe_util_bps < .max_rate_bps and .target99_ns == 1000000 then "yes" else "no: \(.safe_util_bps) target \(.target99_ns)" end' "$JV_OUT/jd0.controller.json")"
+
+# calibration over the long path: a 1 s burst of 1 MiB WRITEs to the peer
+# still measures a rate (the window covers the bandwidth-delay product)
+"$C" -s /run/jd1/justitiad.sock calibrate >"$JV_OUT/calibrate.txt" 2>&1
+expect_eq delay.calibrate.ok 0 $?
+cat "$JV_OUT/calibrate.txt"
+expect_eq delay.calibrate.rate yes \
+	"$(st jd1 'if .controller.max_rate_source == "calibrated" and .controller.max_rate_bps > 1000000 then "yes" else "no: \(.controller.max_rate_source) \(.controller.max_rate_bps)" end')"
 
 kill $L0 $L1 2>/dev/null
 wait $L0 $L1 2>/dev/null
