@@ -120,8 +120,12 @@ void ctrl_status(struct ctrl *c, json_t *o)
 	if (!o)
 		return;
 	json_object_set_new(o, "safe_util_bps", jnull_or(c->aimd.safe_util_bps));
-	if (c->target99_ns)
-		json_object_set_new(o, "target99_ns", json_integer((json_int_t)c->target99_ns));
+	/* what the next step uses (a justctl set takes effect there) */
+	json_object_set_new(o, "target99_ns",
+			    json_integer((json_int_t)((uint64_t)cfg->controller.target99_us * 1000 +
+						      (cfg->controller.target99_over_base
+							       ? c->base_ns
+							       : 0))));
 	json_object_set_new(o, "base_ns", jnull_or(c->base_ns));
 	json_object_set_new(o, "target99_over_base",
 			    json_boolean(cfg->controller.target99_over_base));
