@@ -99,6 +99,13 @@ static void publish_global(struct ctrl *c, uint32_t n_latency)
 
 /* One period; @control: run the AIMD step (a kick after a registration
  * only redistributes). */
+uint64_t ctrl_target99_ns(const struct ctrl *c)
+{
+	const struct config_controller *cc = &c->d->cfg.controller;
+
+	return (uint64_t)cc->target99_us * 1000 + (cc->target99_over_base ? c->base_ns : 0);
+}
+
 /* The reference flow's base latency: the least sample of the current and
  * the previous epoch (5-10 s), so that it follows a changed path within
  * 10 s but a load shorter than that does not lift it. */
@@ -183,8 +190,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	if (fresh)
 		track_base(c, quantile_min_newest(&c->win, (uint32_t)(c->win.total - c->last_total)),
 			   now);
-	c->target99_ns = (uint64_t)cfg->controller.target99_us * 1000 +
-			 (cfg->controller.target99_over_base ? c->base_ns : 0);
+	c->target99_ns = ctrl_target99_ns(c);
 	met_now = fresh && quantile_max_newest(&c->win, (uint32_t)(c->win.total - c->last_total)) <=
 				   c->target99_ns;
 	c->last_total = c->win.total;

@@ -129,6 +129,9 @@ void ctrl_step(struct ctrl *c, uint64_t now_ns);
 void ctrl_flow_registered(struct ctrl *c, struct flow *f);
 /* Add the controller's members to the "controller" object of status. */
 void ctrl_status(struct ctrl *c, json_t *controller);
+/* Target99 as the configuration says now: target99_us, above the base
+ * latency with target99_over_base (what the next step uses). */
+uint64_t ctrl_target99_ns(const struct ctrl *c);
 /* "off", "share", "protect" (enum jst_pace_mode). */
 const char *ctrl_pace_mode_name(int mode);
 /* The MaxRate status shows for a configured device (0: unknown). */

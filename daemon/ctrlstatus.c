@@ -121,11 +121,7 @@ void ctrl_status(struct ctrl *c, json_t *o)
 		return;
 	json_object_set_new(o, "safe_util_bps", jnull_or(c->aimd.safe_util_bps));
 	/* what the next step uses (a justctl set takes effect there) */
-	json_object_set_new(o, "target99_ns",
-			    json_integer((json_int_t)((uint64_t)cfg->controller.target99_us * 1000 +
-						      (cfg->controller.target99_over_base
-							       ? c->base_ns
-							       : 0))));
+	json_object_set_new(o, "target99_ns", json_integer((json_int_t)ctrl_target99_ns(c)));
 	json_object_set_new(o, "base_ns", jnull_or(c->base_ns));
 	json_object_set_new(o, "target99_over_base",
 			    json_boolean(cfg->controller.target99_over_base));
