@@ -77,6 +77,8 @@ json_t *ctlview_status(struct ctl_client *cl, json_t *req)
 						   (json_int_t)((e->now_ns() - e->start_ns) / 1000000),
 						   "config", e->config_path, "socket", cl->ctl->path,
 						   "instance", (json_int_t)(e->instance >> 1)));
+	/* the configured target; a running controller's ctrl_status() below
+	 * replaces it with the one in force (over the base, say) */
 	json_object_set_new(r, "controller", json_pack(
 		"{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:{s:s, s:o, s:o, s:I}}",
 		"mode", cv->mode ? "unattainable" : "normal",

@@ -51,27 +51,25 @@ static int op_open(int tfm)
 
 int kcrypto_probe(char *err, size_t errlen)
 {
+	static const struct {
+		const char *type, *alg, *config, *module;
+	} need[] = {
+		{ "hash", HMAC_ALG, "CONFIG_CRYPTO_USER_API_HASH", "algif_hash" },
+		{ "aead", AEAD_ALG, "CONFIG_CRYPTO_USER_API_AEAD", "algif_aead" },
+	};
 	static const uint8_t key[KCRYPTO_KEY];
-	int fd;
 
-	fd = tfm_open("hash", HMAC_ALG, key, sizeof(key));
-	if (fd < 0) {
-		snprintf(err, errlen,
-			 "the kernel crypto API cannot do " HMAC_ALG
-			 " (%s; AF_ALG needs CONFIG_CRYPTO_USER_API_HASH, module algif_hash)",
-			 strerror(-fd));
-		return fd;
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		int fd = tfm_open(need[i].type, need[i].alg, key, sizeof(key));
+
+		if (fd < 0) {
+			snprintf(err, errlen,
+				 "the kernel crypto API cannot do %s (%s; AF_ALG needs %s, module %s)",
+				 need[i].alg, strerror(-fd), need[i].config, need[i].module);
+			return fd;
+		}
+		close(fd);
 	}
-	close(fd);
-	fd = tfm_open("aead", AEAD_ALG, key, sizeof(key));
-	if (fd < 0) {
-		snprintf(err, errlen,
-			 "the kernel crypto API cannot do " AEAD_ALG
-			 " (%s; AF_ALG needs CONFIG_CRYPTO_USER_API_AEAD, module algif_aead)",
-			 strerror(-fd));
-		return fd;
-	}
-	close(fd);
 	return 0;
 }
 
