@@ -192,12 +192,15 @@ $(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
 	$(Q)$(CC) -o $@ $< $(filter-out $(B)/obj/daemon/main.o $(B)/obj/daemon/$*.o,$(DAEMON_OBJS)) \
 		$(COMMON_OBJS) $(LDFLAGS) $(DAEMON_LIBS) -lcmocka
 
-# justbench's server side of --mode bidir: test_bench_bidir #includes
-# bench_bidir.c (to reach its statics) and links justbench's other objects.
-$(B)/tests/unit/test_bench_bidir: $(B)/obj/tests/unit/test_bench_bidir.o $(JUSTBENCH_OBJS)
+# justbench's server side of --mode bidir and --mode progress: test_bench_bidir
+# and test_bench_progress #include their module (to reach its statics) and link
+# justbench's other objects.
+JUSTBENCH_MODULE_TESTS := bidir progress
+$(JUSTBENCH_MODULE_TESTS:%=$(B)/tests/unit/test_bench_%): $(B)/tests/unit/test_bench_%: \
+		$(B)/obj/tests/unit/test_bench_%.o $(JUSTBENCH_OBJS)
 	$(call msg,LD,$@)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -o $@ $< $(filter-out $(B)/obj/tools/justbench.o $(B)/obj/tools/bench_bidir.o, \
+	$(Q)$(CC) -o $@ $< $(filter-out $(B)/obj/tools/justbench.o $(B)/obj/tools/bench_$*.o, \
 		$(JUSTBENCH_OBJS)) $(LDFLAGS) $(JUSTBENCH_LIBS) -lcmocka
 
 # The model's test runs the model and the daemon modules: their objects.

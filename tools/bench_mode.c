@@ -8,7 +8,8 @@
 #include <string.h>
 
 static const char *const mode_names[] = { "flows",    "poll-cost", "bidir",
-					   "reuse",    "overhead",  "overlap" };
+					   "reuse",    "overhead",  "overlap",
+					   "progress" };
 _Static_assert(sizeof(mode_names) / sizeof(mode_names[0]) == BENCH_MODE_MAX, "a name per mode");
 
 const char *bench_mode_name(enum bench_mode m)
@@ -74,6 +75,12 @@ size_t bench_mode_defaults(enum bench_mode m, uint64_t duration_us, struct bench
 	} else if (m == BENCH_MODE_OVERLAP && max >= 1) {
 		flow(&flows[0], BENCH_LAT, 1024, "overlap", 0, duration_us);
 		n = 1;
+	} else if (m == BENCH_MODE_PROGRESS && max >= 2) {
+		flow(&flows[0], BENCH_LAT, 1024, "read", 0, duration_us);
+		flows[0].verb = BENCH_READ;
+		flow(&flows[1], BENCH_LAT, 1024, "send", duration_us, duration_us);
+		flows[1].verb = BENCH_SEND;
+		n = 2;
 	}
 	return n;
 }
@@ -103,6 +110,15 @@ int bench_mode_check(enum bench_mode m, bool rperf, const struct bench_flow *f, 
 			msg = "batch: the sweeping modes post one message at a time, batch must be 1";
 		else if (m == BENCH_MODE_OVERLAP && f->cls != BENCH_LAT)
 			msg = "class: --mode overlap takes latency flows (one message at a time)";
+	} else if (m == BENCH_MODE_PROGRESS) {
+		if (rperf)
+			msg = "rperf: --mode progress times the flow's own fetches, not with --rperf";
+		else if (f->cls != BENCH_LAT)
+			msg = "class: --mode progress takes latency flows (one fetch at a time)";
+		else if (f->verb != BENCH_READ && f->verb != BENCH_SEND)
+			msg = "verb: --mode progress fetches by read or by a send request";
+		else if (f->poll != BENCH_POLL_BUSY)
+			msg = "poll: --mode progress polls busily, poll must be busy";
 	} else if ((unsigned)m >= BENCH_MODE_MAX) {
 		msg = "mode: invalid";
 	}

@@ -13,7 +13,9 @@
  *	overhead	host overhead: CPU per message of a latency flow's post and polls; a
  *			bandwidth flow's rate against computation between its posts
  *	overlap		computation/communication overlap of a latency flow
- *			(the last three sweep: bench_sweep.h)
+ *	progress	fetch latency from a loaded remote process: READ against a SEND request
+ *			answered by the server between slices of computation (bench_progress.h)
+ *			(the last four sweep: bench_sweep.h)
  */
 #ifndef JUSTITIA_BENCH_MODE_H
 #define JUSTITIA_BENCH_MODE_H
@@ -27,6 +29,7 @@ enum bench_mode {
 	BENCH_MODE_REUSE,
 	BENCH_MODE_OVERHEAD,
 	BENCH_MODE_OVERLAP,
+	BENCH_MODE_PROGRESS,
 	BENCH_MODE_MAX
 };
 
@@ -38,7 +41,8 @@ int bench_mode_parse(const char *s, enum bench_mode *out);
  * latency WRITE of 8 bytes; bidir a latency WRITE of 8 bytes, then (delayed by duration_us) a
  * bandwidth WRITE of 64 KiB; reuse a latency WRITE of 64 bytes, then a bandwidth WRITE of 64 KiB;
  * overhead a latency WRITE of 8 bytes, then a bandwidth WRITE of 256 KiB; overlap a latency
- * WRITE of 1 KiB.  Writes at most max flows; returns how many (0 for flows: the user
+ * WRITE of 1 KiB; progress a latency READ of 1 KiB ("read"), then (delayed by duration_us) a
+ * latency SEND of 1 KiB ("send": a request answered with 1 KiB).  Writes at most max flows; returns how many (0 for flows: the user
  * must give them).
  */
 size_t bench_mode_defaults(enum bench_mode m, uint64_t duration_us, struct bench_flow *flows,
@@ -48,7 +52,8 @@ size_t bench_mode_defaults(enum bench_mode m, uint64_t duration_us, struct bench
  * Whether flow f may run in mode m (with --rperf when rperf): poll-cost takes busy-polling
  * latency flows and no rperf; bidir takes WRITE and READ flows (the client keeps no receives
  * posted); reuse, overhead and overlap take busy-polling flows of batch 1 and no rperf,
- * overlap only latency flows.  -EINVAL with "KEY: what is wrong" in err.
+ * overlap only latency flows; progress busy-polling latency flows of verb READ or SEND and no
+ * rperf.  -EINVAL with "KEY: what is wrong" in err.
  */
 int bench_mode_check(enum bench_mode m, bool rperf, const struct bench_flow *f, char *err,
 		     size_t errlen);

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* justbench traffic: the worker (initiator) and responder threads, and the rperf probe.
- * May call: bench_verbs, bench_stats, bench_flow, bench_pollcost, bench_sweeprun, libibverbs,
+ * May call: bench_verbs, bench_stats, bench_flow, bench_pollcost, bench_sweeprun, bench_progress,
+ * libibverbs,
  * pthreads and libc. */
 #include "bench_run.h"
+
+#include "bench_progress.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -389,7 +392,10 @@ static void run_sweep(struct bench_worker *w)
 
 	sleep_until(w->start->t0_ns + f->delay_us * 1000, w->stop);
 	w->start_ns = bench_now_ns();
-	rc = bench_sweeper_run(s, f, &q, w->stop, w->errmsg, sizeof(w->errmsg));
+	if (s->n && s->spec[0].kind == BENCH_PT_PROGRESS)
+		rc = bench_progress_run(s, f, &q, w->stop, w->errmsg, sizeof(w->errmsg));
+	else
+		rc = bench_sweeper_run(s, f, &q, w->stop, w->errmsg, sizeof(w->errmsg));
 	w->end_ns = bench_now_ns();
 	if (rc)
 		w->error = rc;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* justbench sessions: the client and server sides of one run.
- * May call: bench_wire, bench_verbs, bench_run, bench_bidir, bench_sweep(run), bench_report and
- * libc. */
+ * May call: bench_wire, bench_verbs, bench_run, bench_bidir, bench_progress, bench_sweep(run),
+ * bench_report and libc. */
 #include "bench_session.h"
 
 #include "bench_bidir.h"
+#include "bench_progress.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -98,6 +99,8 @@ static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
 			.cls = e->classify ? (int)f->cls : -1,
 		};
 
+		if (mode == BENCH_MODE_PROGRESS)
+			bench_progress_client_cfg(f, &cfg);
 		if (f->size > c->dev.port.max_msg_sz)
 			return seterr(err, errlen, -EINVAL,
 				      "flow %s: %u-byte messages, %s takes %u "
@@ -284,6 +287,7 @@ struct server {
 	struct bench_responder *r;
 	size_t nr;
 	struct bench_bidir bidir; /* --mode bidir: the server's workers */
+	struct bench_progress_server prog; /* --mode progress: the loaded threads */
 	atomic_bool done;
 	struct bench_hello hello;
 	struct bench_accept accept;
@@ -309,6 +313,10 @@ static int server_setup(struct server *s, const struct bench_end *e, char *err, 
 		return bench_bidir_setup(&s->bidir, &s->dev, &s->hello,
 					 min_mtu(s->hello.mtu, s->accept.mtu), e->classify,
 					 &s->accept, err, errlen);
+	if (s->hello.mode == BENCH_MODE_PROGRESS)
+		return bench_progress_server_setup(&s->prog, &s->dev, &s->hello,
+						   min_mtu(s->hello.mtu, s->accept.mtu),
+						   e->classify, &s->accept, err, errlen);
 	for (size_t i = 0; i < s->hello.n_flows; i++) {
 		const struct bench_wire_flow *f = &s->hello.flows[i];
 		struct bench_qp_cfg cfg = {
@@ -383,8 +391,9 @@ int bench_server_session(const struct bench_end *e, int fd, const atomic_bool *s
 			 size_t errlen)
 {
 	struct server *s = calloc(1, sizeof(*s));
+	char perr[BENCH_ERRMSG_MAX + 16] = "";
 	size_t len;
-	int rc;
+	int rc, prc = 0;
 
 	if (!s)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
@@ -435,17 +444,23 @@ out_stop:
 		server_results(s);
 		if (s->hello.mode == BENCH_MODE_BIDIR)
 			bench_bidir_finish(&s->bidir, &s->result, s->hello.n_flows);
+		if (s->hello.mode == BENCH_MODE_PROGRESS)
+			prc = bench_progress_server_finish(&s->prog, &s->hello, &s->result, perr,
+							   sizeof(perr));
 		len = bench_wire_put_result(&s->result, s->buf, sizeof(s->buf));
 		rc = bench_wire_send(fd, BENCH_MSG_RESULT, s->buf, len);
 		if (rc)
 			seterr(err, errlen, rc, "cannot send to the client: %s", strerror(-rc));
 	}
+	if (prc && !rc)
+		rc = seterr(err, errlen, prc, "%s", perr);
 	for (size_t k = 0; k < s->nr && !rc; k++)
 		if (s->r[k].error)
 			rc = seterr(err, errlen, -EIO, "QP %zu: %s", k, s->r[k].errmsg);
 	for (size_t k = 0; k < s->nr; k++)
 		bench_qp_destroy(&s->r[k].qp);
 	bench_bidir_free(&s->bidir);
+	bench_progress_server_free(&s->prog);
 	bench_dev_close(&s->dev);
 out_free:
 	free(s->r);

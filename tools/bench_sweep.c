@@ -13,6 +13,7 @@
 static const uint32_t reuse_default[] = { 0, 50, 90, 100 };
 static const uint64_t overhead_default[] = { 0, 100000, 1000000, 2000000, 5000000, 10000000 };
 static const uint64_t overlap_default[] = { 0, 10000, 100000, 1000000, 10000000 };
+static const uint64_t delay_default[] = { 0, 1000000, 2000000, 4000000, 8000000, 16000000 };
 
 __attribute__((format(printf, 4, 5))) static int sw_seterr(char *err, size_t errlen, int rc,
 							const char *fmt, ...)
@@ -66,11 +67,12 @@ static int parse_list(const char *what, const char *s, bool time, uint64_t lo, u
 		if (*n == BENCH_POINTS_MAX)
 			return sw_seterr(err, errlen, -EINVAL, "%s: more than %d values", what,
 					 BENCH_POINTS_MAX);
+		if (parse_value(tok, time, lo, hi, &vals[*n]) && time)
+			return sw_seterr(err, errlen, -EINVAL, "%s: invalid time \"%s\" (0ns..%llus)",
+					 what, tok, (unsigned long long)(hi / 1000000000));
 		if (parse_value(tok, time, lo, hi, &vals[*n]))
-			return sw_seterr(err, errlen, -EINVAL,
-					 time ? "%s: invalid time \"%s\" (0ns..1000s)"
-					      : "%s: \"%s\" is not in %llu..%llu",
-					 what, tok, (unsigned long long)lo, (unsigned long long)hi);
+			return sw_seterr(err, errlen, -EINVAL, "%s: \"%s\" is not in %llu..%llu", what,
+					 tok, (unsigned long long)lo, (unsigned long long)hi);
 		(*n)++;
 	}
 	if (!*n)
@@ -113,6 +115,16 @@ int bench_sweep_parse_compute(struct bench_sweep_cfg *c, const char *s, char *er
 	return rc;
 }
 
+int bench_sweep_parse_delay(struct bench_sweep_cfg *c, const char *s, char *err, size_t errlen)
+{
+	int rc = parse_list("--response-delay", s, true, 0, BENCH_RESPONSE_DELAY_MAX, c->delay,
+			    &c->n_delay, err, errlen);
+
+	if (rc)
+		c->n_delay = 0;
+	return rc;
+}
+
 int bench_sweep_parse_buffers(struct bench_sweep_cfg *c, const char *s, char *err,
 			      size_t errlen)
 {
@@ -127,7 +139,8 @@ int bench_sweep_parse_buffers(struct bench_sweep_cfg *c, const char *s, char *er
 
 bool bench_sweep_mode(enum bench_mode m)
 {
-	return m == BENCH_MODE_REUSE || m == BENCH_MODE_OVERHEAD || m == BENCH_MODE_OVERLAP;
+	return m == BENCH_MODE_REUSE || m == BENCH_MODE_OVERHEAD || m == BENCH_MODE_OVERLAP ||
+	       m == BENCH_MODE_PROGRESS;
 }
 
 /* A compute sweep: 0 first, then the list (or the default) without its zeros. */
@@ -165,6 +178,12 @@ unsigned bench_sweep_points(enum bench_mode m, const struct bench_sweep_cfg *c,
 		n = compute_points(BENCH_PT_COMPUTE, c, overhead_default, NELEM(overhead_default), out);
 	} else if (m == BENCH_MODE_OVERLAP) {
 		n = compute_points(BENCH_PT_OVERLAP, c, overlap_default, NELEM(overlap_default), out);
+	} else if (m == BENCH_MODE_PROGRESS) {
+		const uint64_t *v = c->n_delay ? c->delay : delay_default;
+		unsigned nv = c->n_delay ? c->n_delay : NELEM(delay_default);
+
+		for (unsigned i = 0; i < nv; i++)
+			out[n++] = (struct bench_point_spec){ BENCH_PT_PROGRESS, v[i] };
 	}
 	return n;
 }
@@ -306,7 +325,8 @@ int bench_sweep_knee(const struct bench_sweep_result *s, uint32_t qps)
 
 const char *bench_point_kind_name(enum bench_point_kind k)
 {
-	static const char *const names[] = { "reuse", "rotate", "cpu", "compute", "overlap" };
+	static const char *const names[] = { "reuse",	"rotate",  "cpu",
+					     "compute", "overlap", "progress" };
 
 	return (unsigned)k < NELEM(names) ? names[k] : "invalid";
 }
@@ -337,6 +357,10 @@ void bench_sweep_table(FILE *out, const struct bench_sweep_result *s, uint32_t q
 		case BENCH_PT_CPU:
 			snprintf(what, sizeof(what), "CPU per message");
 			break;
+		case BENCH_PT_PROGRESS:
+			snprintf(what, sizeof(what), "response delay %.1f ms",
+				 (double)p->spec.x / 1e6);
+			break;
 		default:
 			snprintf(what, sizeof(what), "%s %.1f us",
 				 p->spec.kind == BENCH_PT_OVERLAP ? "post, compute" : "compute, post",
@@ -345,6 +369,8 @@ void bench_sweep_table(FILE *out, const struct bench_sweep_result *s, uint32_t q
 		fprintf(out, "  %-20s %9llu msgs %9.4f Gbit/s  p50 %.1f  p99 %.1f us", what,
 			(unsigned long long)p->msgs, bench_point_gbps(p), usf(p->lat.p50),
 			usf(p->lat.p99));
+		if (p->spec.kind == BENCH_PT_PROGRESS)
+			fprintf(out, "  mean %.1f us", usf(p->lat.mean));
 		if (p->spec.kind == BENCH_PT_CPU)
 			fprintf(out, "  post %llu / poll %llu ns CPU (p50; clock %llu)",
 				(unsigned long long)p->post_cpu.p50,
@@ -386,6 +412,8 @@ static json_t *point_json(const struct bench_sweep_result *s, unsigned i, uint32
 	if (o && (p->spec.kind == BENCH_PT_COMPUTE || p->spec.kind == BENCH_PT_OVERLAP))
 		bad |= json_object_set_new(o, "compute_ns", json_integer((json_int_t)p->compute_ns)) ||
 		       json_object_set_new(o, "compute_share", json_real(bench_point_share(p, qps)));
+	if (o && p->spec.kind == BENCH_PT_PROGRESS)
+		bad |= json_object_set_new(o, "response_delay_ns", json_integer((json_int_t)p->spec.x));
 	if (o && p->spec.kind == BENCH_PT_COMPUTE)
 		bad |= json_object_set_new(o, "relative_gbps",
 					   json_real(bench_point_gbps(&s->p[0]) > 0

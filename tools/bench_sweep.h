@@ -15,6 +15,9 @@
  *	overlap		a latency flow, a point per C: post, compute C ns, then wait for the
  *			completion; the overlap is the share of the communication time (the post
  *			to completion time at C = 0) the computation hid
+ *	progress	a latency READ or SEND flow, a point per response delay D
+ *			(--response-delay): the server process computes in slices of D and
+ *			looks at its CQ only between them (bench_progress.h)
  *
  * This module is the settings, the points' layout, the buffer choice and the statistics; what
  * runs them on a QP is bench_sweeprun.c.
@@ -34,39 +37,45 @@
 #define BENCH_POOL_MAX	  4096 /* buffers per QP */
 #define BENCH_COMPUTE_MAX (1000ull * 1000000000) /* ns: 1000 s */
 #define BENCH_KNEE_DROP	  5 /* percent */
+#define BENCH_RESPONSE_DELAY_MAX 1000000000ull /* ns: 1 s */
 
 /* The sweep options of the command line (0 entries: the mode's default). */
 struct bench_sweep_cfg {
-	unsigned n_reuse, n_rotate, n_compute;
+	unsigned n_reuse, n_rotate, n_compute, n_delay;
 	uint32_t reuse[BENCH_POINTS_MAX];   /* percent, 0..100 */
 	uint32_t rotate[BENCH_POINTS_MAX];  /* buffers, 1..BENCH_POOL_MAX */
 	uint64_t compute[BENCH_POINTS_MAX]; /* ns */
+	uint64_t delay[BENCH_POINTS_MAX];   /* ns, the server's response delay (progress) */
 	uint32_t buffers;		    /* the reuse pool; 0: the default (64) */
 };
 
-/* reuse R%, n buffers in rotation, CPU per message, compute before posts, compute overlapped */
+/* reuse R%, n buffers in rotation, CPU per message, compute before posts, compute overlapped,
+ * the server's response delay */
 enum bench_point_kind {
 	BENCH_PT_REUSE,
 	BENCH_PT_ROTATE,
 	BENCH_PT_CPU,
 	BENCH_PT_COMPUTE,
-	BENCH_PT_OVERLAP
+	BENCH_PT_OVERLAP,
+	BENCH_PT_PROGRESS
 };
 
 struct bench_point_spec {
 	enum bench_point_kind kind;
-	uint64_t x; /* reuse: percent; rotate: buffers; compute, overlap: ns */
+	uint64_t x; /* reuse: percent; rotate: buffers; compute, overlap, progress: ns */
 };
 
 /*
  * Parses a comma-separated list of at most BENCH_POINTS_MAX values: percents (0..100),
  * buffer counts (1..BENCH_POOL_MAX), or times (bench_parse_time's syntax and "500ns";
- * 0..BENCH_COMPUTE_MAX ns).  0, or -EINVAL with the message in err.
+ * 0..BENCH_COMPUTE_MAX ns; response delays 0..BENCH_RESPONSE_DELAY_MAX ns).  0, or -EINVAL
+ * with the message in err.
  */
 int bench_sweep_parse_reuse(struct bench_sweep_cfg *c, const char *s, char *err, size_t errlen);
 int bench_sweep_parse_rotate(struct bench_sweep_cfg *c, const char *s, char *err, size_t errlen);
 int bench_sweep_parse_compute(struct bench_sweep_cfg *c, const char *s, char *err,
 			      size_t errlen);
+int bench_sweep_parse_delay(struct bench_sweep_cfg *c, const char *s, char *err, size_t errlen);
 int bench_sweep_parse_buffers(struct bench_sweep_cfg *c, const char *s, char *err,
 			      size_t errlen);
 
@@ -76,7 +85,8 @@ bool bench_sweep_mode(enum bench_mode m);
 /*
  * The points of flow f in mode m with c, in order, at most BENCH_POINTS_MAX; returns how many
  * (0: m does not sweep).  A compute sweep always starts with C = 0 (the baseline), added when
- * the list has none; other values keep the list's order.
+ * the list has none; other values keep the list's order (progress: the --response-delay list
+ * or 0, 1, 2, 4, 8, 16 ms).
  */
 unsigned bench_sweep_points(enum bench_mode m, const struct bench_sweep_cfg *c,
 			    const struct bench_flow *f, struct bench_point_spec *out);

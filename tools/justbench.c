@@ -4,8 +4,8 @@
  *
  *	justbench server [-p PORT] [-d DEV] [-g GID] [-i PORT] [--persist] [--clients N]
  *	justbench client HOST [FLOW...] [-f FLOW]... [-s FILE] [-t TIME] [--rperf] [--json] ...
- *		[--mode flows|poll-cost|bidir|reuse|overhead|overlap] [--reuse LIST]
- *		[--rotate LIST] [--buffers N] [--compute LIST]
+ *		[--mode flows|poll-cost|bidir|reuse|overhead|overlap|progress] [--reuse LIST]
+ *		[--rotate LIST] [--buffers N] [--compute LIST] [--response-delay LIST]
  *	justbench local DEV_A DEV_B [FLOW...] ...	(both ends in one process, A initiates)
  *
  * This file is the command line and the sockets; bench_session.c runs a session over a
@@ -53,7 +53,7 @@ struct opts {
 	bool persist, rperf, json, dry_run;
 	unsigned clients; /* server: sessions at once (a hot spot) */
 	enum bench_mode bench_mode; /* --mode */
-	struct bench_sweep_cfg sweep; /* --reuse, --rotate, --buffers, --compute */
+	struct bench_sweep_cfg sweep; /* --reuse, --rotate, --buffers, --compute, --response-delay */
 	bool sweep_set;
 	const char *output; /* -o: the JSON report to this file too */
 	uint64_t duration_us;
@@ -77,8 +77,9 @@ static void usage(FILE *out)
 	      "options: -f FLOW (repeatable), -s SCENARIO.json, -t DURATION (default 5s),\n"
 	      "         -p PORT (18600), -d DEV, -g GID_INDEX, -i IB_PORT, --rperf, --json,\n"
 	      "         -o REPORT.json, --no-classify, --dry-run,\n"
-	      "         --mode flows|poll-cost|bidir|reuse|overhead|overlap,\n"
+	      "         --mode flows|poll-cost|bidir|reuse|overhead|overlap|progress,\n"
 	      "         --reuse PCT,... --rotate N,... --buffers N (reuse), --compute TIME,...\n"
+	      "         --response-delay TIME,... (progress)\n"
 	      "FLOW:    CLASS[:VERB[:SIZE]][:KEY=VALUE,...]   e.g. lat:send:2  "
 	      "tput:write:64:batch=16\n"
 	      "         bw:write:1M:window=4,delay=3s,duration=3s   (see justbench(1))\n",
@@ -149,6 +150,7 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 		{ "buffers", required_argument, NULL, 1003 },
 		{ "compute", required_argument, NULL, 1004 },
 		{ "clients", required_argument, NULL, 1005 },
+		{ "response-delay", required_argument, NULL, 1006 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -218,13 +220,15 @@ static int parse_args(int argc, char **argv, struct opts *o, const char ***specs
 		case 'm':
 			if (bench_mode_parse(optarg, &o->bench_mode))
 				return usage_error("unknown mode \"%s\" (flows, poll-cost, bidir, "
-						   "reuse, overhead or overlap)", optarg);
+						   "reuse, overhead, overlap or progress)", optarg);
 			break;
 		case 1001:
 		case 1002:
 		case 1003:
 		case 1004:
-			rc = c == 1001 ? bench_sweep_parse_reuse(&o->sweep, optarg, err, sizeof(err))
+		case 1006:
+			rc = c == 1006 ? bench_sweep_parse_delay(&o->sweep, optarg, err, sizeof(err))
+			     : c == 1001 ? bench_sweep_parse_reuse(&o->sweep, optarg, err, sizeof(err))
 			     : c == 1002 ? bench_sweep_parse_rotate(&o->sweep, optarg, err,
 								    sizeof(err))
 			     : c == 1003 ? bench_sweep_parse_buffers(&o->sweep, optarg, err,
@@ -276,6 +280,10 @@ static int check_flows(struct opts *o)
 	if (o->sweep.n_compute && o->bench_mode != BENCH_MODE_OVERHEAD &&
 	    o->bench_mode != BENCH_MODE_OVERLAP) {
 		fprintf(stderr, "justbench: --compute needs --mode overhead or overlap\n");
+		return EXIT_USAGE;
+	}
+	if (o->sweep.n_delay && o->bench_mode != BENCH_MODE_PROGRESS) {
+		fprintf(stderr, "justbench: --response-delay needs --mode progress\n");
 		return EXIT_USAGE;
 	}
 	if (!o->sc.n)

@@ -26,6 +26,7 @@ static void names(void **state)
 	assert_string_equal(bench_mode_name(BENCH_MODE_REUSE), "reuse");
 	assert_string_equal(bench_mode_name(BENCH_MODE_OVERHEAD), "overhead");
 	assert_string_equal(bench_mode_name(BENCH_MODE_OVERLAP), "overlap");
+	assert_string_equal(bench_mode_name(BENCH_MODE_PROGRESS), "progress");
 	assert_string_equal(bench_mode_name(BENCH_MODE_MAX), "invalid");
 	assert_int_equal(bench_mode_parse("pollcost", &m), -EINVAL);
 	assert_int_equal(bench_mode_parse("Bidir", &m), -EINVAL);
@@ -85,6 +86,19 @@ static void defaults(void **state)
 				  "delay=0s,duration=1s,iters=0,rate=0");
 	assert_int_equal(bench_mode_check(BENCH_MODE_OVERLAP, false, &f[0], err, sizeof(err)), 0);
 	assert_int_equal(bench_mode_defaults(BENCH_MODE_OVERHEAD, 1000000, f, 1), 0);
+	/* progress: a READ fetch, then the SEND request-response fetch of the same size */
+	assert_int_equal(bench_mode_defaults(BENCH_MODE_PROGRESS, 2000000, f, 4), 2);
+	assert_int_equal(bench_flows_check(f, 2, &bad, err, sizeof(err)), 0);
+	assert_int_equal(bench_flow_format(&f[0], spec, sizeof(spec)), 0);
+	assert_string_equal(spec, "lat:read:1K:name=read,qps=1,batch=1,window=1,poll=busy,"
+				  "delay=0s,duration=2s,iters=0,rate=0");
+	assert_int_equal(bench_flow_format(&f[1], spec, sizeof(spec)), 0);
+	assert_string_equal(spec, "lat:send:1K:name=send,qps=1,batch=1,window=1,poll=busy,"
+				  "delay=2s,duration=2s,iters=0,rate=0");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(bench_mode_check(BENCH_MODE_PROGRESS, false, &f[i], err,
+						  sizeof(err)), 0);
+	assert_int_equal(bench_mode_defaults(BENCH_MODE_PROGRESS, 1000000, f, 1), 0);
 }
 
 static void checks(void **state)
@@ -133,6 +147,23 @@ static void checks(void **state)
 					  sizeof(err)), 0);
 	assert_int_equal(bench_mode_check(BENCH_MODE_REUSE, false, &f, err, sizeof(err)), -EINVAL);
 	assert_true(strncmp(err, "batch: ", 7) == 0);
+	/* progress: busy latency READ or SEND flows, no rperf */
+	assert_int_equal(bench_mode_check(BENCH_MODE_PROGRESS, false, &f, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "class: --mode progress takes latency flows (one fetch at a time)");
+	assert_int_equal(bench_flow_parse("lat:write:1K", 0, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_PROGRESS, false, &f, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "verb: --mode progress fetches by read or by a send request");
+	assert_int_equal(bench_flow_parse("lat:send:1K:poll=event", 0, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_PROGRESS, false, &f, err, sizeof(err)),
+			 -EINVAL);
+	assert_true(strncmp(err, "poll: ", 6) == 0);
+	assert_int_equal(bench_flow_parse("lat:read:4", 0, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_PROGRESS, false, &f, err, sizeof(err)), 0);
+	assert_int_equal(bench_mode_check(BENCH_MODE_PROGRESS, true, &f, err, sizeof(err)),
+			 -EINVAL);
+	assert_true(strncmp(err, "rperf: ", 7) == 0);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of tools/bench_sweep.c (--mode reuse, overhead, overlap): the option lists, the
+ * Unit tests of tools/bench_sweep.c (--mode reuse, overhead, overlap, progress): the option lists, the
  * points of each mode, which buffer each message uses, the points over several QPs, and the
  * statistics (rates, computation share, overlap, the knee) with their JSON.
  */
@@ -53,6 +53,25 @@ static void lists(void **state)
 	assert_string_equal(err, "--compute: invalid time \"5xs\" (0ns..1000s)");
 	assert_int_equal(bench_sweep_parse_compute(&c, "1001s", err, sizeof(err)), -EINVAL);
 	assert_int_equal(bench_sweep_parse_compute(&c, "ns", err, sizeof(err)), -EINVAL);
+	/* response delays: times up to 1 s */
+	assert_int_equal(bench_sweep_parse_delay(&c, "0,1ms,250us,1s,1000000000ns", err,
+						 sizeof(err)), 0);
+	assert_int_equal(c.n_delay, 5);
+	assert_int_equal(c.delay[1], 1000000);
+	assert_int_equal(c.delay[2], 250000);
+	assert_int_equal(c.delay[3], 1000000000ull);
+	assert_int_equal(c.delay[4], 1000000000ull);
+	assert_int_equal(bench_sweep_parse_delay(&c, "2s", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--response-delay: invalid time \"2s\" (0ns..1s)");
+	assert_int_equal(c.n_delay, 0);
+	assert_int_equal(bench_sweep_parse_delay(&c, "1000000001ns", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bench_sweep_parse_delay(&c, "-1ms", err, sizeof(err)), -EINVAL);
+	assert_int_equal(bench_sweep_parse_delay(&c, ",", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--response-delay: no value");
+	assert_int_equal(bench_sweep_parse_delay(&c, "1ms,1ms,1ms,1ms,1ms,1ms,1ms,1ms,1ms,1ms,1ms,"
+						 "1ms,1ms,1ms,1ms,1ms,1ms", err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "--response-delay: more than 16 values");
 }
 
 static void points(void **state)
@@ -99,6 +118,20 @@ static void points(void **state)
 						   err, sizeof(err)), 0);
 	assert_int_equal(bench_sweep_points(BENCH_MODE_OVERLAP, &c, &lat, p), BENCH_POINTS_MAX);
 	assert_int_equal(p[15].x, 15000000000ull);
+	/* progress: 0, 1, 2, 4, 8, 16 ms by default; a list keeps its order and its zeros */
+	assert_true(bench_sweep_mode(BENCH_MODE_PROGRESS));
+	assert_int_equal(bench_sweep_pool(BENCH_MODE_PROGRESS, &c, &lat), 0);
+	assert_int_equal(bench_sweep_points(BENCH_MODE_PROGRESS, &c, &lat, p), 6);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(p[i].kind, BENCH_PT_PROGRESS);
+		assert_int_equal(p[i].x, i ? 1000000ull << (i - 1) : 0);
+	}
+	assert_int_equal(bench_sweep_parse_delay(&c, "4ms,0,0", err, sizeof(err)), 0);
+	assert_int_equal(bench_sweep_points(BENCH_MODE_PROGRESS, &c, &lat, p), 3);
+	assert_int_equal(p[0].x, 4000000);
+	assert_int_equal(p[1].x, 0);
+	assert_int_equal(p[2].x, 0);
+	assert_string_equal(bench_point_kind_name(BENCH_PT_PROGRESS), "progress");
 }
 
 /* Reuse R of n messages: exactly floor(R n / 100) on buffer 0, the others cycle 1..pool-1. */
@@ -259,12 +292,45 @@ static void table(void **state)
 	free(buf);
 }
 
+/* A progress point: its delay in the table and in the JSON, no knee. */
+static void progress(void **state)
+{
+	struct bench_sweep_result s = { .n = 2 };
+	json_t *o = json_object(), *pt;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	s.p[0] = (struct bench_point){ .spec = { BENCH_PT_PROGRESS, 0 }, .msgs = 10,
+				       .lat = { .count = 10, .mean = 45000, .p50 = 44000 } };
+	s.p[1] = (struct bench_point){ .spec = { BENCH_PT_PROGRESS, 4000000 }, .msgs = 3,
+				       .lat = { .count = 3, .mean = 2100000, .p50 = 2000000 } };
+	bench_sweep_table(f, &s, 1);
+	fclose(f);
+	assert_non_null(strstr(buf, "response delay 4.0 ms"));
+	assert_non_null(strstr(buf, "mean 2100.0 us"));
+	assert_null(strstr(buf, "knee"));
+	free(buf);
+	assert_int_equal(bench_sweep_json(o, &s, 1), 0);
+	assert_true(json_is_null(json_object_get(json_object_get(o, "sweep"), "knee")));
+	pt = json_array_get(json_object_get(json_object_get(o, "sweep"), "points"), 1);
+	assert_string_equal(json_string_value(json_object_get(pt, "kind")), "progress");
+	assert_int_equal(json_integer_value(json_object_get(pt, "response_delay_ns")), 4000000);
+	assert_int_equal(json_integer_value(json_object_get(pt, "x")), 4000000);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(pt, "latency_ns"),
+							    "p50")), 2000000);
+	assert_null(json_object_get(pt, "overlap"));
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lists),	    cmocka_unit_test(points),
 		cmocka_unit_test(buffers),	    cmocka_unit_test(collect_and_knee),
 		cmocka_unit_test(overlap),	    cmocka_unit_test(table),
+		cmocka_unit_test(progress),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

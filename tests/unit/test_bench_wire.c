@@ -101,7 +101,11 @@ static void hello_ranges(void **state)
 	h.mode = BENCH_MODE_MAX;
 	len = bench_wire_put_hello(&h, buf, sizeof(buf));
 	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), -EPROTO);
-	assert_string_equal(err, "hello: unknown mode 6");
+	assert_string_equal(err, "hello: unknown mode 7");
+	h.mode = BENCH_MODE_PROGRESS; /* the last one */
+	len = bench_wire_put_hello(&h, buf, sizeof(buf));
+	assert_int_equal(bench_wire_get_hello(buf, len, &g, err, sizeof(err)), 0);
+	assert_int_equal(g.mode, BENCH_MODE_PROGRESS);
 	sample_hello(&h);
 	h.flows[1].spec[3] = '\n';
 	len = bench_wire_put_hello(&h, buf, sizeof(buf));

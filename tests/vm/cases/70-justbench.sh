@@ -21,6 +21,11 @@
 #    non-negative, one each per message, computation's share 0 without and > 0 with it, a
 #    knee; overlap within 0..1, each message's time at least its computation, and with a 5 ms
 #    link delay (jv_delay) a 1 ms computation hides more than without it;
+#  - --mode progress, plain and under the shim in local mode: 1 KiB fetched by READ and by a
+#    SEND request from a server that computes in slices of D = 0 and 4 ms; every point fetched
+#    (counts, positive latencies), the server answered every request; a request waits for the
+#    server (its p50 at the largest D above its p50 at D = 0), a READ does not (its p50 at the
+#    largest D below the request's there);
 #  - the paper's core scenario: a latency flow alone, then one next to a 1 MB WRITE bandwidth
 #    flow, plain and under the shim.  The p99s are printed, not judged (the testbed is two
 #    emulated CPUs shared with everything else).
@@ -274,6 +279,34 @@ h0=$(jq "$hidden" "$R/overlap.0.json" 2>/dev/null)
 [[ $h0 =~ ^[0-9]+$ ]] || h0=1000000000000
 check overlap.delay.hides.more "$R/overlap.5.json" "($hidden) > $h0" \
 	"\"1 ms computation hid \\(($hidden) / 1000) us with 5 ms each way, $((h0 / 1000)) us without\""
+
+# ---- --mode progress: READ against a SEND request to a server computing in slices of D
+progress() {
+	sane "$1" "$2" 2
+	points "$1" "$2"
+	check "$1.order" "$2" \
+		'def pts($v): [.flows[] | select(.verb == $v) | .sweep.points[]];
+		 .bench_mode == "progress" and (pts("read") | length) == 2 and
+		 (pts("send") | length) == 2 and
+		 all(.flows[].sweep.points[]; .kind == "progress" and .response_delay_ns == .x and
+		     .latency_ns.mean > 0 and .latency_ns.min <= .latency_ns.mean) and
+		 all(.flows[] | select(.verb == "read"); .server.msgs == 0) and
+		 (pts("send") | max_by(.x).latency_ns.p50) >
+		     (pts("send") | map(select(.x == 0))[0].latency_ns.p50) and
+		 (pts("read") | max_by(.x).latency_ns.p50) <
+		     (pts("send") | max_by(.x).latency_ns.p50)' \
+		'[.flows[] | "\(.verb): " + ([.sweep.points[] | "D \(.x / 1000000) ms p50/mean/p99 "
+		  + "\(.latency_ns.p50 / 1000 | floor)/\(.latency_ns.mean / 1000 | floor)/"
+		  + "\(.latency_ns.p99 / 1000 | floor) us (\(.msgs))"] | join(", "))] | join("; ")'
+}
+for mode in plain shim; do
+	wrap=()
+	[[ $mode == shim ]] && wrap=(preload)
+	run_one "justbench.progress.$mode" "${wrap[@]}" "$B" local "$RXE_DEV1" "$RXE_DEV0" \
+		-g "$RXE_GID" --mode progress --response-delay 0,4ms -t 2s \
+		-o "$R/progress.$mode.json"
+	progress "progress.$mode" "$R/progress.$mode.json"
+done
 
 # ---- the core scenario: latency alone, then next to a 1 MB WRITE bandwidth flow
 CORE=(-f lat:send:2:name=alone,duration=3s
