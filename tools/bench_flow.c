@@ -6,6 +6,7 @@
  * May call: common/shm_abi.h (class names) and libc only.
  */
 #include "bench_flow.h"
+#include "bench_err.h"
 
 #include "shm_abi.h"
 
@@ -36,19 +37,6 @@ static const char *const key_names[] = { "name",   "verb", "size",	"qps",	    "b
 					 "window", "poll", "delay", "duration", "iters",
 					 "rate" };
 _Static_assert(ARRAY_SIZE(key_names) == K_MAX, "a name per key");
-
-__attribute__((format(printf, 3, 4))) static int seterr(char *err, size_t errlen, const char *fmt,
-							...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 /* s for a message: quoted, at most 40 bytes, control bytes and '"' '\' escaped. */
 static const char *quote(const char *s, char *buf, size_t len)
@@ -314,17 +302,18 @@ static int set_count(const char *key, const char *val, uint64_t min, uint64_t ma
 	int rc = parse_u64(val, &end, &v);
 
 	if (negative(val))
-		return seterr(err, errlen, "%s: %s is out of range (%llu..%llu)", key,
-			      shown(val, q, sizeof(q)), (unsigned long long)min,
-			      (unsigned long long)max);
+		return bench_seterr(err, errlen, -EINVAL, "%s: %s is out of range (%llu..%llu)",
+				    key, shown(val, q, sizeof(q)), (unsigned long long)min,
+				    (unsigned long long)max);
 	if (rc == 0 && *end)
 		rc = -EINVAL;
 	if (rc == -EINVAL || (rc == -ERANGE && val[strspn(val, "0123456789")]))
-		return seterr(err, errlen, "%s: invalid number %s", key, quote(val, q, sizeof(q)));
+		return bench_seterr(err, errlen, -EINVAL, "%s: invalid number %s", key,
+				    quote(val, q, sizeof(q)));
 	if (rc || v < min || v > max)
-		return seterr(err, errlen, "%s: %s is out of range (%llu..%llu)", key,
-			      shown(val, q, sizeof(q)), (unsigned long long)min,
-			      (unsigned long long)max);
+		return bench_seterr(err, errlen, -EINVAL, "%s: %s is out of range (%llu..%llu)",
+				    key, shown(val, q, sizeof(q)), (unsigned long long)min,
+				    (unsigned long long)max);
 	*out = v;
 	return 0;
 }
@@ -337,16 +326,18 @@ static int set_time(const char *key, const char *val, uint64_t min, uint64_t *ou
 	int rc = negative(val) ? -ERANGE : bench_parse_time(val, &v);
 
 	if (rc == -EINVAL)
-		return seterr(err, errlen, "%s: invalid time %s (write e.g. 3, 1.5s, 500ms, 20us)",
-			      key, quote(val, q, sizeof(q)));
+		return bench_seterr(err, errlen, -EINVAL,
+				    "%s: invalid time %s (write e.g. 3, 1.5s, 500ms, 20us)", key,
+				    quote(val, q, sizeof(q)));
 	bench_format_time(min, lo, sizeof(lo));
 	bench_format_time(BENCH_TIME_MAX_US, hi, sizeof(hi));
 	if (rc || v < min || v > BENCH_TIME_MAX_US) {
 		if (rc)
-			return seterr(err, errlen, "%s: %s is out of range (%s..%s)", key,
-				      shown(val, q, sizeof(q)), lo, hi);
+			return bench_seterr(err, errlen, -EINVAL, "%s: %s is out of range (%s..%s)",
+					    key, shown(val, q, sizeof(q)), lo, hi);
 		bench_format_time(v, got, sizeof(got));
-		return seterr(err, errlen, "%s: %s is out of range (%s..%s)", key, got, lo, hi);
+		return bench_seterr(err, errlen, -EINVAL, "%s: %s is out of range (%s..%s)", key,
+				    got, lo, hi);
 	}
 	*out = v;
 	return 0;
@@ -363,8 +354,8 @@ static int set_key(struct bench_flow *f, enum key_id k, const char *val, char *e
 	switch (k) {
 	case K_NAME:
 		if (!valid_name(val))
-			return seterr(
-			    err, errlen,
+			return bench_seterr(
+			    err, errlen, -EINVAL,
 			    "name: invalid name %s (1 to %d letters, digits, '_', '-', '.')",
 			    quote(val, q, sizeof(q)), BENCH_NAME_MAX - 1);
 		strcpy(f->name, val);
@@ -372,30 +363,35 @@ static int set_key(struct bench_flow *f, enum key_id k, const char *val, char *e
 	case K_VERB:
 		i = name_index(verb_names, BENCH_VERB_MAX, val);
 		if (i < 0)
-			return seterr(err, errlen,
-				      "verb: unknown verb %s (write, write_imm, read or send)",
-				      quote(val, q, sizeof(q)));
+			return bench_seterr(
+			    err, errlen, -EINVAL,
+			    "verb: unknown verb %s (write, write_imm, read or send)",
+			    quote(val, q, sizeof(q)));
 		f->verb = (enum bench_verb)i;
 		return 0;
 	case K_POLL:
 		i = name_index(poll_names, BENCH_POLL_MAX, val);
 		if (i < 0)
-			return seterr(err, errlen, "poll: unknown polling mode %s (busy or event)",
-				      quote(val, q, sizeof(q)));
+			return bench_seterr(err, errlen, -EINVAL,
+					    "poll: unknown polling mode %s (busy or event)",
+					    quote(val, q, sizeof(q)));
 		f->poll = (enum bench_poll)i;
 		return 0;
 	case K_SIZE:
 		rc = negative(val) ? -ERANGE : bench_parse_size(val, &v);
 		if (rc == -EINVAL)
-			return seterr(err, errlen, "size: invalid size %s (write e.g. 64, 4K, 1M)",
-				      quote(val, q, sizeof(q)));
+			return bench_seterr(err, errlen, -EINVAL,
+					    "size: invalid size %s (write e.g. 64, 4K, 1M)",
+					    quote(val, q, sizeof(q)));
 		if (rc || v < 1 || v > BENCH_SIZE_MAX) {
 			bench_format_size(BENCH_SIZE_MAX, hi, sizeof(hi));
 			if (rc)
-				return seterr(err, errlen, "size: %s is out of range (1..%s)",
-					      shown(val, q, sizeof(q)), hi);
+				return bench_seterr(err, errlen, -EINVAL,
+						    "size: %s is out of range (1..%s)",
+						    shown(val, q, sizeof(q)), hi);
 			bench_format_size(v, got, sizeof(got));
-			return seterr(err, errlen, "size: %s is out of range (1..%s)", got, hi);
+			return bench_seterr(err, errlen, -EINVAL,
+					    "size: %s is out of range (1..%s)", got, hi);
 		}
 		f->size = (uint32_t)v;
 		return 0;
@@ -418,17 +414,21 @@ static int set_key(struct bench_flow *f, enum key_id k, const char *val, char *e
 	case K_RATE:
 		rc = negative(val) ? -ERANGE : bench_parse_rate(val, &v);
 		if (rc == -EINVAL)
-			return seterr(err, errlen, "rate: invalid rate %s (bit/s: write e.g. 0, "
-				      "800k, 80M, 2G)", quote(val, q, sizeof(q)));
+			return bench_seterr(err, errlen, -EINVAL,
+					    "rate: invalid rate %s (bit/s: write e.g. 0, "
+					    "800k, 80M, 2G)",
+					    quote(val, q, sizeof(q)));
 		if (rc || (v && v < BENCH_RATE_MIN) || v > BENCH_RATE_MAX)
-			return seterr(err, errlen, "rate: %s is out of range (0, or 1k..10000G "
-				      "bit/s)", rc ? shown(val, q, sizeof(q)) : val);
+			return bench_seterr(err, errlen, -EINVAL,
+					    "rate: %s is out of range (0, or 1k..10000G "
+					    "bit/s)",
+					    rc ? shown(val, q, sizeof(q)) : val);
 		f->rate_bps = v;
 		return 0;
 	case K_DURATION:
 		return set_time(key, val, 1000, &f->duration_us, err, errlen);
 	default:
-		return seterr(err, errlen, "%s: unknown key", key);
+		return bench_seterr(err, errlen, -EINVAL, "%s: unknown key", key);
 	}
 }
 
@@ -452,7 +452,8 @@ int bench_flow_set(struct bench_flow *f, const char *key, const char *val, char 
 	int k = key_id(key);
 
 	if (k < 0)
-		return seterr(err, errlen, "%s: unknown key", quote(key, q, sizeof(q)));
+		return bench_seterr(err, errlen, -EINVAL, "%s: unknown key",
+				    quote(key, q, sizeof(q)));
 	return set_key(f, (enum key_id)k, val, err, errlen);
 }
 
@@ -460,27 +461,28 @@ int bench_flow_check(const struct bench_flow *f, const char **key, char *err, si
 {
 	if (f->cls == BENCH_LAT && f->batch != 1) {
 		*key = "batch";
-		return seterr(err, errlen,
-			      "batch: a latency flow has one message outstanding, "
-			      "batch must be 1");
+		return bench_seterr(err, errlen, -EINVAL,
+				    "batch: a latency flow has one message outstanding, "
+				    "batch must be 1");
 	}
 	if (f->cls == BENCH_LAT && f->window != 1) {
 		*key = "window";
-		return seterr(err, errlen,
-			      "window: a latency flow has one message outstanding, "
-			      "window must be 1");
+		return bench_seterr(err, errlen, -EINVAL,
+				    "window: a latency flow has one message outstanding, "
+				    "window must be 1");
 	}
 	if ((uint64_t)f->batch * f->window > BENCH_DEPTH_MAX) {
 		*key = "window";
-		return seterr(err, errlen,
-			      "window: batch %u x window %u is more than %d messages "
-			      "in flight per QP",
-			      f->batch, f->window, BENCH_DEPTH_MAX);
+		return bench_seterr(err, errlen, -EINVAL,
+				    "window: batch %u x window %u is more than %d messages "
+				    "in flight per QP",
+				    f->batch, f->window, BENCH_DEPTH_MAX);
 	}
 	if (f->iters % f->batch) {
 		*key = "iters";
-		return seterr(err, errlen, "iters: %llu is not a multiple of batch (%u)",
-			      (unsigned long long)f->iters, f->batch);
+		return bench_seterr(err, errlen, -EINVAL,
+				    "iters: %llu is not a multiple of batch (%u)",
+				    (unsigned long long)f->iters, f->batch);
 	}
 	return 0;
 }
@@ -498,17 +500,19 @@ int bench_flow_parse(const char *spec, unsigned index, struct bench_flow *f, cha
 	int rc;
 
 	if (strlen(spec) >= sizeof(buf))
-		return seterr(err, errlen, "too long (at most %d bytes)", SPEC_MAX - 1);
+		return bench_seterr(err, errlen, -EINVAL, "too long (at most %d bytes)",
+				    SPEC_MAX - 1);
 	strcpy(buf, spec);
 	if (!*buf || strchr(":,", buf[strlen(buf) - 1]) || strstr(buf, "::") || strstr(buf, ",,") ||
 	    strstr(buf, ":,") || strstr(buf, ",:") || strchr(":,", *buf))
-		return seterr(err, errlen,
-			      "empty field (write CLASS[:VERB[:SIZE]][:KEY=VALUE,...])");
+		return bench_seterr(err, errlen, -EINVAL,
+				    "empty field (write CLASS[:VERB[:SIZE]][:KEY=VALUE,...])");
 	tok = strtok_r(buf, ":,", &save);
 	if (bench_class_parse(tok, &cls))
-		return seterr(err, errlen,
-			      "unknown class %s (lat, tput or bw; latency, throughput, bandwidth)",
-			      quote(tok, q, sizeof(q)));
+		return bench_seterr(
+		    err, errlen, -EINVAL,
+		    "unknown class %s (lat, tput or bw; latency, throughput, bandwidth)",
+		    quote(tok, q, sizeof(q)));
 	bench_flow_init(f, cls, index);
 	while ((tok = strtok_r(NULL, ":,", &save))) {
 		char *eq = strchr(tok, '=');
@@ -516,8 +520,9 @@ int bench_flow_parse(const char *spec, unsigned index, struct bench_flow *f, cha
 
 		if (!eq) {
 			if (options || positional == 2)
-				return seterr(err, errlen, "unexpected %s (options are KEY=VALUE)",
-					      quote(tok, q, sizeof(q)));
+				return bench_seterr(err, errlen, -EINVAL,
+						    "unexpected %s (options are KEY=VALUE)",
+						    quote(tok, q, sizeof(q)));
 			k = positional++ ? K_SIZE : K_VERB;
 			rc = set_key(f, (enum key_id)k, tok, err, errlen);
 		} else {
@@ -525,14 +530,14 @@ int bench_flow_parse(const char *spec, unsigned index, struct bench_flow *f, cha
 			options = true;
 			k = key_id(tok);
 			if (k < 0)
-				return seterr(err, errlen, "unknown key %s",
-					      quote(tok, q, sizeof(q)));
+				return bench_seterr(err, errlen, -EINVAL, "unknown key %s",
+						    quote(tok, q, sizeof(q)));
 			rc = set_key(f, (enum key_id)k, eq + 1, err, errlen);
 		}
 		if (rc)
 			return rc;
 		if (given & 1u << k)
-			return seterr(err, errlen, "%s: given twice", key_names[k]);
+			return bench_seterr(err, errlen, -EINVAL, "%s: given twice", key_names[k]);
 		given |= 1u << k;
 	}
 	return bench_flow_check(f, &key, err, errlen);
@@ -565,28 +570,30 @@ int bench_flows_check(const struct bench_flow *flows, size_t n, size_t *bad, cha
 
 	*bad = 0;
 	if (n == 0)
-		return seterr(err, errlen, "no flows");
+		return bench_seterr(err, errlen, -EINVAL, "no flows");
 	if (n > BENCH_FLOWS_MAX) {
 		*bad = BENCH_FLOWS_MAX;
-		return seterr(err, errlen, "too many flows (%zu, at most %d)", n, BENCH_FLOWS_MAX);
+		return bench_seterr(err, errlen, -EINVAL, "too many flows (%zu, at most %d)", n,
+				    BENCH_FLOWS_MAX);
 	}
 	for (size_t i = 0; i < n; i++) {
 		*bad = i;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(flows[i].name, flows[j].name) == 0)
-				return seterr(err, errlen,
-					      "name: \"%s\" is also the name of flows[%zu]",
-					      flows[i].name, j);
+				return bench_seterr(err, errlen, -EINVAL,
+						    "name: \"%s\" is also the name of flows[%zu]",
+						    flows[i].name, j);
 		qps += flows[i].qps;
 		if (qps > BENCH_QPS_TOTAL)
-			return seterr(err, errlen, "qps: %u QPs in all, at most %d", qps,
-				      BENCH_QPS_TOTAL);
+			return bench_seterr(err, errlen, -EINVAL, "qps: %u QPs in all, at most %d",
+					    qps, BENCH_QPS_TOTAL);
 		mem += (uint64_t)flows[i].size * flows[i].qps;
 		if (mem > BENCH_BUFFERS_MAX)
-			return seterr(err, errlen,
-				      "size: the flows need %llu MiB of buffers (size x qps), "
-				      "at most %llu", (unsigned long long)(mem >> 20),
-				      BENCH_BUFFERS_MAX >> 20);
+			return bench_seterr(
+			    err, errlen, -EINVAL,
+			    "size: the flows need %llu MiB of buffers (size x qps), "
+			    "at most %llu",
+			    (unsigned long long)(mem >> 20), BENCH_BUFFERS_MAX >> 20);
 	}
 	return 0;
 }

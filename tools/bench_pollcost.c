@@ -2,22 +2,12 @@
 /* justbench --mode poll-cost: timing each ibv_poll_cq call of one message at a time.
  * May call: bench_stats, libibverbs and libc. */
 #include "bench_pollcost.h"
+#include "bench_err.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-__attribute__((format(printf, 4, 5))) static int pc_seterr(char *err, size_t errlen, int rc,
-							const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 void bench_pollcost_init(struct bench_pollcost *pc)
 {
@@ -87,15 +77,15 @@ int bench_pollcost_message(struct bench_pollcost *pc, struct ibv_qp *qp, struct 
 
 	ns = timed_poll(cq, &wc, &n, &end);
 	if (n < 0)
-		return pc_seterr(err, errlen, -EIO, "ibv_poll_cq failed (%d)", n);
+		return bench_seterr(err, errlen, -EIO, "ibv_poll_cq failed (%d)", n);
 	if (n > 0)
-		return pc_seterr(err, errlen, -EPROTO, "a completion with nothing in flight");
+		return bench_seterr(err, errlen, -EPROTO, "a completion with nothing in flight");
 	if (bench_samples_add(&pc->empty, ns))
-		return pc_seterr(err, errlen, -ENOMEM, "out of memory for poll samples");
+		return bench_seterr(err, errlen, -ENOMEM, "out of memory for poll samples");
 	posted = bench_now_ns();
 	rc = ibv_post_send(qp, wr, &bad);
 	if (rc)
-		return pc_seterr(err, errlen, -EIO, "ibv_post_send: %s", strerror(rc));
+		return bench_seterr(err, errlen, -EIO, "ibv_post_send: %s", strerror(rc));
 	for (;;) {
 		ns = timed_poll(cq, &wc, &n, &end);
 		if (n)
@@ -103,17 +93,17 @@ int bench_pollcost_message(struct bench_pollcost *pc, struct ibv_qp *qp, struct 
 		last = ns;
 		empty_seen = true;
 		if (end - posted > timeout_ns)
-			return pc_seterr(err, errlen, -ETIMEDOUT, "no completion in %llu ms",
-				      (unsigned long long)(timeout_ns / 1000000));
+			return bench_seterr(err, errlen, -ETIMEDOUT, "no completion in %llu ms",
+					    (unsigned long long)(timeout_ns / 1000000));
 	}
 	if (n < 0)
-		return pc_seterr(err, errlen, -EIO, "ibv_poll_cq failed (%d)", n);
+		return bench_seterr(err, errlen, -EIO, "ibv_poll_cq failed (%d)", n);
 	if (wc.status != IBV_WC_SUCCESS)
-		return pc_seterr(err, errlen, -EIO, "completion error: %s (vendor error 0x%x)",
-			      ibv_wc_status_str(wc.status), wc.vendor_err);
+		return bench_seterr(err, errlen, -EIO, "completion error: %s (vendor error 0x%x)",
+				    ibv_wc_status_str(wc.status), wc.vendor_err);
 	if (bench_samples_add(&pc->hit, ns) ||
 	    (empty_seen && bench_samples_add(&pc->inflight, last)))
-		return pc_seterr(err, errlen, -ENOMEM, "out of memory for poll samples");
+		return bench_seterr(err, errlen, -ENOMEM, "out of memory for poll samples");
 	*lat_ns = end - posted;
 	return 0;
 }

@@ -3,6 +3,7 @@
  * May call: bench_verbs, bench_stats, bench_flow, bench_mode, bench_sweep(run), bench_wire (the
  * HELLO it serves), libibverbs, pthreads and libc. */
 #include "bench_progress.h"
+#include "bench_err.h"
 
 #include "bench_mode.h"
 
@@ -20,17 +21,6 @@
 #define SAMPLES0     4096
 
 enum { WR_MSG = 1, WR_READ, WR_RECV, WR_ANSWER, WR_ACK };
-
-__attribute__((format(printf, 4, 5))) static int pg_seterr(char *err, size_t errlen, int rc,
-							const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* ---------------------------------------------------------------- messages, layout */
 
@@ -133,7 +123,7 @@ static int cl_post_recv(struct cl *c)
 	struct ibv_recv_wr wr = { .wr_id = WR_RECV, .sg_list = &sge, .num_sge = 1 }, *bad;
 	int rc = ibv_post_recv(c->q->qp, &wr, &bad);
 
-	return rc ? pg_seterr(c->err, c->errlen, -EIO, "ibv_post_recv: %s", strerror(rc)) : 0;
+	return rc ? bench_seterr(c->err, c->errlen, -EIO, "ibv_post_recv: %s", strerror(rc)) : 0;
 }
 
 /* Posts the flow's READ, or a message (op, the next sequence number, d). */
@@ -159,7 +149,7 @@ static int cl_post(struct cl *c, bool read, uint8_t op, uint64_t d)
 			wr.send_flags |= IBV_SEND_INLINE;
 	}
 	rc = ibv_post_send(c->q->qp, &wr, &bad);
-	return rc ? pg_seterr(c->err, c->errlen, -EIO, "ibv_post_send: %s", strerror(rc)) : 0;
+	return rc ? bench_seterr(c->err, c->errlen, -EIO, "ibv_post_send: %s", strerror(rc)) : 0;
 }
 
 /* Whether the receive that came (len bytes) is the answer to message seq: an ACK of it, or (op
@@ -192,24 +182,27 @@ static int cl_wait(struct cl *c, bool read, uint8_t op, uint64_t deadline, uint6
 		uint64_t now = bench_now_ns();
 
 		if (n < 0)
-			return pg_seterr(c->err, c->errlen, -EIO, "ibv_poll_cq failed (%d)", n);
+			return bench_seterr(c->err, c->errlen, -EIO, "ibv_poll_cq failed (%d)", n);
 		if (!n && now > deadline)
-			return pg_seterr(c->err, c->errlen, -ETIMEDOUT,
-					 "no %s in %llu s (response delay %llu us)",
-					 sent ? "answer from the server" : "completion",
-					 (unsigned long long)(BENCH_PROGRESS_WAIT_NS / 1000000000),
-					 (unsigned long long)(c->delay / 1000));
+			return bench_seterr(
+			    c->err, c->errlen, -ETIMEDOUT,
+			    "no %s in %llu s (response delay %llu us)",
+			    sent ? "answer from the server" : "completion",
+			    (unsigned long long)(BENCH_PROGRESS_WAIT_NS / 1000000000),
+			    (unsigned long long)(c->delay / 1000));
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS)
-				return pg_seterr(c->err, c->errlen, -EIO,
-						 "completion error: %s (vendor error 0x%x)",
-						 ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
+				return bench_seterr(c->err, c->errlen, -EIO,
+						    "completion error: %s (vendor error 0x%x)",
+						    ibv_wc_status_str(wc[i].status),
+						    wc[i].vendor_err);
 			if (wc[i].wr_id == WR_RECV && !answered) {
 				if (!cl_answer_ok(c, op, wc[i].byte_len))
-					return pg_seterr(c->err, c->errlen, -EPROTO,
-							 "a %u-byte message from the server that "
-							 "is not the answer to message %u",
-							 wc[i].byte_len, c->seq);
+					return bench_seterr(
+					    c->err, c->errlen, -EPROTO,
+					    "a %u-byte message from the server that "
+					    "is not the answer to message %u",
+					    wc[i].byte_len, c->seq);
 				answered = true;
 				*done = now;
 				if (cl_post_recv(c))
@@ -219,9 +212,9 @@ static int cl_wait(struct cl *c, bool read, uint8_t op, uint64_t deadline, uint6
 				if (read)
 					*done = now;
 			} else {
-				return pg_seterr(c->err, c->errlen, -EPROTO,
-						 "unexpected completion (wr_id %llu)",
-						 (unsigned long long)wc[i].wr_id);
+				return bench_seterr(c->err, c->errlen, -EPROTO,
+						    "unexpected completion (wr_id %llu)",
+						    (unsigned long long)wc[i].wr_id);
 			}
 		}
 	}
@@ -262,7 +255,7 @@ static int cl_point(struct cl *c, struct bench_point_run *r, uint64_t d, uint64_
 		if (rc)
 			break;
 		if (bench_samples_add(&r->lat, done - t))
-			rc = pg_seterr(c->err, c->errlen, -ENOMEM, "out of memory for samples");
+			rc = bench_seterr(c->err, c->errlen, -ENOMEM, "out of memory for samples");
 		r->msgs++;
 		r->bytes += c->f->size;
 		last = done;
@@ -284,7 +277,7 @@ int bench_progress_run(struct bench_sweeper *s, const struct bench_flow *f,
 
 	for (unsigned k = 0; !rc && k < s->n; k++)
 		if (bench_samples_reserve(&s->run[k].lat, SAMPLES0))
-			rc = pg_seterr(err, errlen, -ENOMEM, "out of memory");
+			rc = bench_seterr(err, errlen, -ENOMEM, "out of memory");
 	for (int i = 0; !rc && i < CLIENT_RECVS; i++)
 		rc = cl_post_recv(&c);
 	for (unsigned k = 0; !rc && k < s->n && !atomic_load(stop); k++)
@@ -421,10 +414,12 @@ out:
 static int check_flow(const struct bench_wire_flow *f, size_t i, char *err, size_t errlen)
 {
 	if (f->cls != BENCH_LAT || (f->verb != BENCH_READ && f->verb != BENCH_SEND))
-		return pg_seterr(err, errlen, -EINVAL, "flow %zu: --mode progress takes latency "
-				 "read and send flows", i);
+		return bench_seterr(err, errlen, -EINVAL,
+				    "flow %zu: --mode progress takes latency "
+				    "read and send flows",
+				    i);
 	if (bench_progress_server_buf(f->size) > BENCH_BUFFERS_MAX)
-		return pg_seterr(err, errlen, -EINVAL, "flow %zu: %u-byte messages", i, f->size);
+		return bench_seterr(err, errlen, -EINVAL, "flow %zu: %u-byte messages", i, f->size);
 	return 0;
 }
 
@@ -443,7 +438,7 @@ int bench_progress_server_setup(struct bench_progress_server *s, struct bench_de
 	}
 	s->p = calloc(h->n_qps, sizeof(*s->p));
 	if (!s->p)
-		return pg_seterr(err, errlen, -ENOMEM, "out of memory");
+		return bench_seterr(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < h->n_flows; i++) {
 		const struct bench_wire_flow *f = &h->flows[i];
 		struct bench_qp_cfg cfg = {
@@ -464,9 +459,11 @@ int bench_progress_server_setup(struct bench_progress_server *s, struct bench_de
 				rc = bench_qp_connect(&p->qp, dev, &h->qps[k], mtu, err, errlen);
 			for (uint64_t r = 0; !rc && r < BENCH_PROGRESS_RECVS; r++)
 				if ((rc = peer_post_recv(p, r)))
-					pg_seterr(err, errlen, rc, "ibv_post_recv: %s", strerror(-rc));
+					bench_seterr(err, errlen, rc, "ibv_post_recv: %s",
+						     strerror(-rc));
 			if (!rc && (rc = -pthread_create(&p->tid, NULL, peer_main, p)))
-				pg_seterr(err, errlen, rc, "cannot start a thread: %s", strerror(-rc));
+				bench_seterr(err, errlen, rc, "cannot start a thread: %s",
+					     strerror(-rc));
 			if (rc)
 				return rc;
 			p->started = true;
@@ -501,7 +498,8 @@ int bench_progress_server_finish(struct bench_progress_server *s, const struct b
 			res->flows[i].bytes += s->p[k].bytes;
 			res->flows[i].cpu_ns += s->p[k].cpu_ns;
 			if (s->p[k].error && !rc)
-				rc = pg_seterr(err, errlen, -EIO, "QP %zu: %s", k, s->p[k].errmsg);
+				rc = bench_seterr(err, errlen, -EIO, "QP %zu: %s", k,
+						  s->p[k].errmsg);
 		}
 	}
 	return rc;

@@ -3,6 +3,7 @@
  * May call: bench_wire, bench_verbs, bench_run, bench_bidir, bench_progress, bench_sweep(run),
  * bench_report and libc. */
 #include "bench_session.h"
+#include "bench_err.h"
 
 #include "bench_bidir.h"
 #include "bench_progress.h"
@@ -17,17 +18,6 @@
 #define INLINE_WANTED 64
 #define START_LEAD_NS (20ull * 1000000)
 #define STOP_POLL_MS  200
-
-__attribute__((format(printf, 4, 5))) static int seterr(char *err, size_t errlen, int rc,
-							const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 static int min_mtu(int a, int b)
 {
@@ -48,20 +38,21 @@ static int expect(int fd, int timeout_ms, enum bench_msg want, const char *peer,
 	int rc = bench_wire_recv(fd, timeout_ms, &type, buf, len, err, errlen);
 
 	if (rc == -ETIMEDOUT)
-		return seterr(err, errlen, rc, "%s: no answer in %d s", peer, timeout_ms / 1000);
+		return bench_seterr(err, errlen, rc, "%s: no answer in %d s", peer,
+				    timeout_ms / 1000);
 	if (rc == -ECONNRESET)
-		return seterr(err, errlen, rc, "%s: closed the connection", peer);
+		return bench_seterr(err, errlen, rc, "%s: closed the connection", peer);
 	if (rc && rc != -EPROTO)
-		return seterr(err, errlen, rc, "%s: %s", peer, strerror(-rc));
+		return bench_seterr(err, errlen, rc, "%s: %s", peer, strerror(-rc));
 	if (rc)
 		return rc;
 	if (type == BENCH_MSG_ERROR) {
 		bench_wire_get_error(buf, *len, text, sizeof(text));
-		return seterr(err, errlen, -EPROTO, "%s: %s", peer, text);
+		return bench_seterr(err, errlen, -EPROTO, "%s: %s", peer, text);
 	}
 	if (type != want)
-		return seterr(err, errlen, -EPROTO, "%s: unexpected message type %d (wanted %d)",
-			      peer, type, want);
+		return bench_seterr(err, errlen, -EPROTO,
+				    "%s: unexpected message type %d (wanted %d)", peer, type, want);
 	return 0;
 }
 
@@ -102,10 +93,10 @@ static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
 		if (mode == BENCH_MODE_PROGRESS)
 			bench_progress_client_cfg(f, &cfg);
 		if (f->size > c->dev.port.max_msg_sz)
-			return seterr(err, errlen, -EINVAL,
-				      "flow %s: %u-byte messages, %s takes %u "
-				      "at most",
-				      f->name, f->size, c->dev.name, c->dev.port.max_msg_sz);
+			return bench_seterr(err, errlen, -EINVAL,
+					    "flow %s: %u-byte messages, %s takes %u "
+					    "at most",
+					    f->name, f->size, c->dev.name, c->dev.port.max_msg_sz);
 		c->hello.flows[i] = (struct bench_wire_flow){
 		    .cls = (uint8_t)f->cls,
 		    .verb = (uint8_t)f->verb,
@@ -114,8 +105,8 @@ static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
 		    .recv_depth = bench_recv_depth(f),
 		};
 		if (bench_flow_format(f, c->hello.flows[i].spec, sizeof(c->hello.flows[i].spec)))
-			return seterr(err, errlen, -EINVAL, "flow %s: specification too long",
-				      f->name);
+			return bench_seterr(err, errlen, -EINVAL, "flow %s: specification too long",
+					    f->name);
 		for (uint32_t q = 0; q < f->qps; q++, k++) {
 			struct bench_worker *w = &c->w[k];
 
@@ -128,7 +119,7 @@ static int client_setup(struct client *c, const struct bench_end *e, bool rperf,
 				w->sweep = calloc(1, sizeof(*w->sweep));
 				rc = w->sweep ? bench_sweeper_setup(w->sweep, mode, sweep, f,
 								    c->dev.pd, err, errlen)
-					      : seterr(err, errlen, -ENOMEM, "out of memory");
+					      : bench_seterr(err, errlen, -ENOMEM, "out of memory");
 			}
 			if (rc)
 				return rc;
@@ -146,7 +137,8 @@ static int client_connect(struct client *c, int fd, char *err, size_t errlen)
 
 	rc = bench_wire_send(fd, BENCH_MSG_HELLO, c->buf, len);
 	if (rc)
-		return seterr(err, errlen, rc, "cannot send to the server: %s", strerror(-rc));
+		return bench_seterr(err, errlen, rc, "cannot send to the server: %s",
+				    strerror(-rc));
 	rc = expect(fd, BENCH_SETUP_TIMEOUT_MS, BENCH_MSG_ACCEPT, "server", c->buf, &len, err,
 		    errlen);
 	if (!rc)
@@ -154,16 +146,16 @@ static int client_connect(struct client *c, int fd, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	if (c->accept.n_qps != c->nw)
-		return seterr(err, errlen, -EPROTO, "server: %u QPs for our %zu", c->accept.n_qps,
-			      c->nw);
+		return bench_seterr(err, errlen, -EPROTO, "server: %u QPs for our %zu",
+				    c->accept.n_qps, c->nw);
 	for (size_t k = 0; k < c->nw; k++) {
 		struct bench_worker *w = &c->w[k];
 
 		if (c->accept.qps[k].len < w->flow->size)
-			return seterr(err, errlen, -EPROTO,
-				      "server: a %u-byte buffer for %u-byte "
-				      "messages",
-				      c->accept.qps[k].len, w->flow->size);
+			return bench_seterr(err, errlen, -EPROTO,
+					    "server: a %u-byte buffer for %u-byte "
+					    "messages",
+					    c->accept.qps[k].len, w->flow->size);
 		w->remote = c->accept.qps[k];
 		rc = bench_qp_connect(&w->qp, &c->dev, &w->remote,
 				      min_mtu(c->accept.mtu, c->hello.mtu), err, errlen);
@@ -187,13 +179,14 @@ static int client_run(struct client *c, int fd, atomic_bool *stop, char *err, si
 	if (rc) {
 		/* the started ones see the stop and end at once */
 		atomic_store(stop, true);
-		seterr(err, errlen, rc, "cannot start a thread: %s", strerror(-rc));
+		bench_seterr(err, errlen, rc, "cannot start a thread: %s", strerror(-rc));
 	}
 	/* the server's flows (--mode bidir) start as ours, lead included */
 	sent = bench_wire_send(fd, BENCH_MSG_GO, NULL, 0);
 	if (sent && !rc) {
 		atomic_store(stop, true);
-		rc = seterr(err, errlen, sent, "cannot send to the server: %s", strerror(-sent));
+		rc = bench_seterr(err, errlen, sent, "cannot send to the server: %s",
+				  strerror(-sent));
 	}
 	bench_start_go(&start, START_LEAD_NS);
 	for (size_t k = 0; k < c->nw; k++)
@@ -210,21 +203,23 @@ static int client_results(struct client *c, int fd, const struct bench_flow *flo
 
 	rc = bench_wire_send(fd, BENCH_MSG_DONE, NULL, 0);
 	if (rc)
-		return seterr(err, errlen, rc, "cannot send to the server: %s", strerror(-rc));
+		return bench_seterr(err, errlen, rc, "cannot send to the server: %s",
+				    strerror(-rc));
 	rc = expect(fd, BENCH_SETUP_TIMEOUT_MS, BENCH_MSG_RESULT, "server", c->buf, &len, err,
 		    errlen);
 	if (!rc)
 		rc = bench_wire_get_result(c->buf, len, &c->result, err, errlen);
 	if (!rc && c->result.n_flows != n)
-		rc = seterr(err, errlen, -EPROTO, "server: results of %u flows for our %zu",
-			    c->result.n_flows, n);
+		rc = bench_seterr(err, errlen, -EPROTO, "server: results of %u flows for our %zu",
+				  c->result.n_flows, n);
 	for (size_t i = 0; i < n; i++) {
 		struct bench_flow_result *r = &res->flows[i];
 
 		memset(r, 0, sizeof(*r));
 		r->flow = flows[i];
 		if (bench_result_collect(r, &c->w[k], flows[i].qps) && !rc)
-			rc = seterr(err, errlen, -ENOMEM, "out of memory for the latency samples");
+			rc = bench_seterr(err, errlen, -ENOMEM,
+					  "out of memory for the latency samples");
 		k += flows[i].qps;
 		if (c->result.n_flows == n) {
 			r->server = true;
@@ -248,12 +243,12 @@ int bench_client_session(const struct bench_end *e, bool rperf, enum bench_mode 
 	int rc;
 
 	if (!c)
-		return seterr(err, errlen, -ENOMEM, "out of memory");
+		return bench_seterr(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		c->nw += flows[i].qps;
 	c->w = calloc(c->nw, sizeof(*c->w));
 	if (!c->w) {
-		rc = seterr(err, errlen, -ENOMEM, "out of memory");
+		rc = bench_seterr(err, errlen, -ENOMEM, "out of memory");
 		goto out_free;
 	}
 	rc = bench_dev_open(&c->dev, e->dev, e->port, e->gid_index, err, errlen);
@@ -304,9 +299,10 @@ static int server_setup(struct server *s, const struct bench_end *e, char *err, 
 	for (size_t i = 0; i < s->hello.n_flows; i++)
 		mem += (uint64_t)s->hello.flows[i].size * s->hello.flows[i].qps;
 	if (mem > BENCH_BUFFERS_MAX)
-		return seterr(err, errlen, -ENOMEM, "the flows need %llu MiB of buffers, this "
-			      "server gives at most %llu", (unsigned long long)(mem >> 20),
-			      BENCH_BUFFERS_MAX >> 20);
+		return bench_seterr(err, errlen, -ENOMEM,
+				    "the flows need %llu MiB of buffers, this "
+				    "server gives at most %llu",
+				    (unsigned long long)(mem >> 20), BENCH_BUFFERS_MAX >> 20);
 	s->accept.mtu = (uint8_t)s->dev.port.active_mtu;
 	s->accept.n_qps = s->hello.n_qps;
 	if (s->hello.mode == BENCH_MODE_BIDIR)
@@ -326,8 +322,9 @@ static int server_setup(struct server *s, const struct bench_end *e, char *err, 
 		};
 
 		if (f->size > s->dev.port.max_msg_sz)
-			return seterr(err, errlen, -EINVAL, "%u-byte messages, %s takes %u at most",
-				      f->size, s->dev.name, s->dev.port.max_msg_sz);
+			return bench_seterr(err, errlen, -EINVAL,
+					    "%u-byte messages, %s takes %u at most", f->size,
+					    s->dev.name, s->dev.port.max_msg_sz);
 		for (uint32_t q = 0; q < f->qps; q++, k++) {
 			struct bench_responder *r = &s->r[k];
 
@@ -344,7 +341,7 @@ static int server_setup(struct server *s, const struct bench_end *e, char *err, 
 			if (!rc && f->recv_depth)
 				rc = bench_responder_start(r);
 			if (rc && !err[0])
-				seterr(err, errlen, rc, "%s", strerror(-rc));
+				bench_seterr(err, errlen, rc, "%s", strerror(-rc));
 			if (rc)
 				return rc;
 			bench_qp_local(&r->qp, &s->dev, &s->accept.qps[k]);
@@ -364,9 +361,9 @@ static int server_wait(struct server *s, int fd, const atomic_bool *stop, enum b
 		int rc = poll(&pfd, 1, STOP_POLL_MS);
 
 		if (atomic_load(stop))
-			return seterr(err, errlen, -EINTR, "interrupted");
+			return bench_seterr(err, errlen, -EINTR, "interrupted");
 		if (rc < 0 && errno != EINTR)
-			return seterr(err, errlen, -errno, "poll: %s", strerror(errno));
+			return bench_seterr(err, errlen, -errno, "poll: %s", strerror(errno));
 		if (rc > 0)
 			return expect(fd, BENCH_SETUP_TIMEOUT_MS, want, "client", s->buf, &len,
 				      err, errlen);
@@ -396,7 +393,7 @@ int bench_server_session(const struct bench_end *e, int fd, const atomic_bool *s
 	int rc, prc = 0;
 
 	if (!s)
-		return seterr(err, errlen, -ENOMEM, "out of memory");
+		return bench_seterr(err, errlen, -ENOMEM, "out of memory");
 	err[0] = 0;
 	rc = expect(fd, BENCH_SETUP_TIMEOUT_MS, BENCH_MSG_HELLO, "client", s->buf, &len, err,
 		    errlen);
@@ -409,7 +406,7 @@ int bench_server_session(const struct bench_end *e, int fd, const atomic_bool *s
 	s->nr = s->hello.n_qps;
 	s->r = calloc(s->nr, sizeof(*s->r));
 	if (!s->r) {
-		rc = seterr(err, errlen, -ENOMEM, "out of memory");
+		rc = bench_seterr(err, errlen, -ENOMEM, "out of memory");
 		bench_wire_send_error(fd, "%s", err);
 		goto out_free;
 	}
@@ -426,7 +423,7 @@ int bench_server_session(const struct bench_end *e, int fd, const atomic_bool *s
 	len = bench_wire_put_accept(&s->accept, s->buf, sizeof(s->buf));
 	rc = bench_wire_send(fd, BENCH_MSG_ACCEPT, s->buf, len);
 	if (rc) {
-		seterr(err, errlen, rc, "cannot send to the client: %s", strerror(-rc));
+		bench_seterr(err, errlen, rc, "cannot send to the client: %s", strerror(-rc));
 		goto out_stop;
 	}
 	rc = server_wait(s, fd, stop, BENCH_MSG_GO, err, errlen);
@@ -450,13 +447,14 @@ out_stop:
 		len = bench_wire_put_result(&s->result, s->buf, sizeof(s->buf));
 		rc = bench_wire_send(fd, BENCH_MSG_RESULT, s->buf, len);
 		if (rc)
-			seterr(err, errlen, rc, "cannot send to the client: %s", strerror(-rc));
+			bench_seterr(err, errlen, rc, "cannot send to the client: %s",
+				     strerror(-rc));
 	}
 	if (prc && !rc)
-		rc = seterr(err, errlen, prc, "%s", perr);
+		rc = bench_seterr(err, errlen, prc, "%s", perr);
 	for (size_t k = 0; k < s->nr && !rc; k++)
 		if (s->r[k].error)
-			rc = seterr(err, errlen, -EIO, "QP %zu: %s", k, s->r[k].errmsg);
+			rc = bench_seterr(err, errlen, -EIO, "QP %zu: %s", k, s->r[k].errmsg);
 	for (size_t k = 0; k < s->nr; k++)
 		bench_qp_destroy(&s->r[k].qp);
 	bench_bidir_free(&s->bidir);

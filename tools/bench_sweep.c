@@ -2,6 +2,7 @@
 /* justbench sweeps: settings, points, buffer choice and statistics (no verbs).
  * May call: bench_flow, bench_mode, bench_stats, jansson and libc. */
 #include "bench_sweep.h"
+#include "bench_err.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -14,17 +15,6 @@ static const uint32_t reuse_default[] = { 0, 50, 90, 100 };
 static const uint64_t overhead_default[] = { 0, 100000, 1000000, 2000000, 5000000, 10000000 };
 static const uint64_t overlap_default[] = { 0, 10000, 100000, 1000000, 10000000 };
 static const uint64_t delay_default[] = { 0, 1000000, 2000000, 4000000, 8000000, 16000000 };
-
-__attribute__((format(printf, 4, 5))) static int sw_seterr(char *err, size_t errlen, int rc,
-							const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 /* One value of a list: an integer lo..hi, or with times a duration in ns. */
 static int parse_value(const char *s, bool time, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -60,23 +50,25 @@ static int parse_list(const char *what, const char *s, bool time, uint64_t lo, u
 	char buf[512], *tok, *save = NULL;
 
 	if (strlen(s) >= sizeof(buf))
-		return sw_seterr(err, errlen, -EINVAL, "%s: list too long", what);
+		return bench_seterr(err, errlen, -EINVAL, "%s: list too long", what);
 	strcpy(buf, s);
 	*n = 0;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (*n == BENCH_POINTS_MAX)
-			return sw_seterr(err, errlen, -EINVAL, "%s: more than %d values", what,
-					 BENCH_POINTS_MAX);
+			return bench_seterr(err, errlen, -EINVAL, "%s: more than %d values", what,
+					    BENCH_POINTS_MAX);
 		if (parse_value(tok, time, lo, hi, &vals[*n]) && time)
-			return sw_seterr(err, errlen, -EINVAL, "%s: invalid time \"%s\" (0ns..%llus)",
-					 what, tok, (unsigned long long)(hi / 1000000000));
+			return bench_seterr(err, errlen, -EINVAL,
+					    "%s: invalid time \"%s\" (0ns..%llus)", what, tok,
+					    (unsigned long long)(hi / 1000000000));
 		if (parse_value(tok, time, lo, hi, &vals[*n]))
-			return sw_seterr(err, errlen, -EINVAL, "%s: \"%s\" is not in %llu..%llu", what,
-					 tok, (unsigned long long)lo, (unsigned long long)hi);
+			return bench_seterr(err, errlen, -EINVAL, "%s: \"%s\" is not in %llu..%llu",
+					    what, tok, (unsigned long long)lo,
+					    (unsigned long long)hi);
 		(*n)++;
 	}
 	if (!*n)
-		return sw_seterr(err, errlen, -EINVAL, "%s: no value", what);
+		return bench_seterr(err, errlen, -EINVAL, "%s: no value", what);
 	return 0;
 }
 
@@ -131,8 +123,8 @@ int bench_sweep_parse_buffers(struct bench_sweep_cfg *c, const char *s, char *er
 	uint64_t v;
 
 	if (parse_value(s, false, 1, BENCH_POOL_MAX, &v))
-		return sw_seterr(err, errlen, -EINVAL, "--buffers: \"%s\" is not in 1..%d", s,
-				 BENCH_POOL_MAX);
+		return bench_seterr(err, errlen, -EINVAL, "--buffers: \"%s\" is not in 1..%d", s,
+				    BENCH_POOL_MAX);
 	c->buffers = (uint32_t)v;
 	return 0;
 }

@@ -2,6 +2,7 @@
 /* justbench sweeps on one QP: the buffer pool and the loop of the points.
  * May call: bench_sweep, bench_stats, bench_flow, libibverbs and libc. */
 #include "bench_sweeprun.h"
+#include "bench_err.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -14,17 +15,6 @@
 #define WC_MAX	   32
 #define WAIT_NS	   (10ull * 1000000000) /* for a completion */
 #define SAMPLES0   4096
-
-__attribute__((format(printf, 4, 5))) static int sr_seterr(char *err, size_t errlen, int rc,
-							const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
 
 int bench_sweeper_setup(struct bench_sweeper *s, enum bench_mode m,
 			const struct bench_sweep_cfg *c, const struct bench_flow *f,
@@ -40,21 +30,24 @@ int bench_sweeper_setup(struct bench_sweeper *s, enum bench_mode m,
 		return 0;
 	s->stride = ((size_t)f->size + PAGE - 1) / PAGE * PAGE;
 	if ((uint64_t)s->stride * s->pool_n > BENCH_BUFFERS_MAX)
-		return sr_seterr(err, errlen, -ENOMEM, "flow %s: a pool of %u buffers of %zu "
-				 "bytes exceeds %llu MiB", f->name, s->pool_n, s->stride,
-				 BENCH_BUFFERS_MAX >> 20);
+		return bench_seterr(err, errlen, -ENOMEM,
+				    "flow %s: a pool of %u buffers of %zu "
+				    "bytes exceeds %llu MiB",
+				    f->name, s->pool_n, s->stride, BENCH_BUFFERS_MAX >> 20);
 	s->pool_mem = aligned_alloc(PAGE, s->stride * s->pool_n);
 	s->pool = calloc(s->pool_n, sizeof(*s->pool));
 	if (!s->pool_mem || !s->pool)
-		return sr_seterr(err, errlen, -ENOMEM, "flow %s: out of memory for the pool",
-				 f->name);
+		return bench_seterr(err, errlen, -ENOMEM, "flow %s: out of memory for the pool",
+				    f->name);
 	memset(s->pool_mem, 0, s->stride * s->pool_n);
 	for (uint32_t i = 0; i < s->pool_n; i++) {
 		s->pool[i] = ibv_reg_mr(pd, (char *)s->pool_mem + i * s->stride, f->size,
 					IBV_ACCESS_LOCAL_WRITE);
 		if (!s->pool[i])
-			return sr_seterr(err, errlen, -EIO, "flow %s: ibv_reg_mr of pool buffer "
-					 "%u: %s", f->name, i, strerror(errno));
+			return bench_seterr(err, errlen, -EIO,
+					    "flow %s: ibv_reg_mr of pool buffer "
+					    "%u: %s",
+					    f->name, i, strerror(errno));
 	}
 	return 0;
 }
@@ -119,23 +112,25 @@ static int reap(struct pt *x, bool wait)
 		n = ibv_poll_cq(x->q->cq, WC_MAX, wc);
 		now = bench_now_ns();
 		if (!n && wait && now - t0 > WAIT_NS)
-			return sr_seterr(x->err, x->errlen, -ETIMEDOUT, "no completion in %llu s",
-					 WAIT_NS / 1000000000);
+			return bench_seterr(x->err, x->errlen, -ETIMEDOUT,
+					    "no completion in %llu s", WAIT_NS / 1000000000);
 	} while (!n && wait);
 	if (n < 0)
-		return sr_seterr(x->err, x->errlen, -EIO, "ibv_poll_cq failed (%d)", n);
+		return bench_seterr(x->err, x->errlen, -EIO, "ibv_poll_cq failed (%d)", n);
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return sr_seterr(x->err, x->errlen, -EIO, "completion error: %s (vendor "
-					 "error 0x%x) after %llu messages",
-					 ibv_wc_status_str(wc[i].status), wc[i].vendor_err,
-					 (unsigned long long)x->r->msgs);
+			return bench_seterr(x->err, x->errlen, -EIO,
+					    "completion error: %s (vendor "
+					    "error 0x%x) after %llu messages",
+					    ibv_wc_status_str(wc[i].status), wc[i].vendor_err,
+					    (unsigned long long)x->r->msgs);
 		if (wc[i].wr_id >= x->f->window || !x->inflight)
-			return sr_seterr(x->err, x->errlen, -EPROTO,
-					 "unexpected completion (wr_id %llu)",
-					 (unsigned long long)wc[i].wr_id);
+			return bench_seterr(x->err, x->errlen, -EPROTO,
+					    "unexpected completion (wr_id %llu)",
+					    (unsigned long long)wc[i].wr_id);
 		if (bench_samples_add(&x->r->lat, now - x->posted[wc[i].wr_id]))
-			return sr_seterr(x->err, x->errlen, -ENOMEM, "out of memory for samples");
+			return bench_seterr(x->err, x->errlen, -ENOMEM,
+					    "out of memory for samples");
 		x->inflight--;
 		x->r->msgs++;
 		x->r->bytes += x->f->size;
@@ -177,9 +172,9 @@ static int post(struct pt *x, const struct bench_point_spec *p, uint64_t i, uint
 	x->posted[slot] = bench_now_ns();
 	rc = ibv_post_send(x->q->qp, &wr, &bad);
 	if (p->kind == BENCH_PT_CPU && bench_samples_add(&x->r->post_cpu, cpu_now() - c0))
-		return sr_seterr(x->err, x->errlen, -ENOMEM, "out of memory for samples");
+		return bench_seterr(x->err, x->errlen, -ENOMEM, "out of memory for samples");
 	if (rc)
-		return sr_seterr(x->err, x->errlen, -EIO, "ibv_post_send: %s", strerror(rc));
+		return bench_seterr(x->err, x->errlen, -EIO, "ibv_post_send: %s", strerror(rc));
 	x->inflight++;
 	return 0;
 }
@@ -214,7 +209,7 @@ static int run_point(struct pt *x, unsigned k, uint64_t end, const atomic_bool *
 			rc = reap(x, true);
 			if (!rc && p->kind == BENCH_PT_CPU &&
 			    bench_samples_add(&x->r->poll_cpu, cpu_now() - c1))
-				rc = sr_seterr(x->err, x->errlen, -ENOMEM, "out of memory");
+				rc = bench_seterr(x->err, x->errlen, -ENOMEM, "out of memory");
 		} else {
 			rc = reap(x, false);
 		}
@@ -236,14 +231,14 @@ int bench_sweeper_run(struct bench_sweeper *s, const struct bench_flow *f,
 	int rc = 0;
 
 	if (!x)
-		return sr_seterr(err, errlen, -ENOMEM, "out of memory");
+		return bench_seterr(err, errlen, -ENOMEM, "out of memory");
 	*x = (struct pt){ .s = s, .f = f, .q = q, .err = err, .errlen = errlen };
 	for (unsigned k = 0; k < s->n; k++)
 		if (bench_samples_reserve(&s->run[k].lat, SAMPLES0))
-			rc = sr_seterr(err, errlen, -ENOMEM, "out of memory");
+			rc = bench_seterr(err, errlen, -ENOMEM, "out of memory");
 	for (unsigned k = 0; !rc && k < s->n && s->spec[k].kind == BENCH_PT_CPU; k++) {
 		if (bench_samples_reserve(&s->cpu_clock, BENCH_CPU_CLOCK_SAMPLES)) {
-			rc = sr_seterr(err, errlen, -ENOMEM, "out of memory");
+			rc = bench_seterr(err, errlen, -ENOMEM, "out of memory");
 			break;
 		}
 		for (unsigned i = 0; i < BENCH_CPU_CLOCK_SAMPLES; i++) {

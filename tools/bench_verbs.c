@@ -3,6 +3,7 @@
  * May call: bench_wire (endpoint descriptions), include/justitia.h (the shim's
  * optional API), libibverbs and libc. */
 #include "bench_verbs.h"
+#include "bench_err.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,19 +27,6 @@ extern int justitia_set_qp_class(struct ibv_qp *qp, int cls) __attribute__((weak
 
 #define PAGE	      4096
 #define RD_ATOMIC_MAX 16
-
-__attribute__((format(printf, 4, 5))) static int seterr(char *err, size_t errlen, int rc,
-							const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
 
 bool bench_classify_available(void)
 {
@@ -80,7 +68,8 @@ int bench_dev_open(struct bench_dev *d, const char *name, int port, int gid_inde
 	memset(d, 0, sizeof(*d));
 	list = ibv_get_device_list(&n);
 	if (!list)
-		return seterr(err, errlen, -errno, "cannot list RDMA devices: %s", strerror(errno));
+		return bench_seterr(err, errlen, -errno, "cannot list RDMA devices: %s",
+				    strerror(errno));
 	for (int i = 0; i < n && !d->ctx; i++) {
 		if (name && strcmp(ibv_get_device_name(list[i]), name) != 0)
 			continue;
@@ -89,38 +78,39 @@ int bench_dev_open(struct bench_dev *d, const char *name, int port, int gid_inde
 		if (!d->ctx) {
 			rc = -errno;
 			ibv_free_device_list(list);
-			return seterr(err, errlen, rc ? rc : -ENODEV, "%s: cannot open: %s",
-				      d->name, strerror(rc ? -rc : ENODEV));
+			return bench_seterr(err, errlen, rc ? rc : -ENODEV, "%s: cannot open: %s",
+					    d->name, strerror(rc ? -rc : ENODEV));
 		}
 	}
 	ibv_free_device_list(list);
 	if (!d->ctx)
-		return seterr(err, errlen, -ENODEV,
-			      name ? "%s: no such RDMA device" : "%sno RDMA device",
-			      name ? name : "");
+		return bench_seterr(err, errlen, -ENODEV,
+				    name ? "%s: no such RDMA device" : "%sno RDMA device",
+				    name ? name : "");
 	d->port_num = (uint8_t)port;
 	if (ibv_query_device(d->ctx, &d->attr)) {
-		rc = seterr(err, errlen, -EIO, "%s: ibv_query_device failed", d->name);
+		rc = bench_seterr(err, errlen, -EIO, "%s: ibv_query_device failed", d->name);
 		goto out_close;
 	}
 	if (ibv_query_port(d->ctx, d->port_num, &d->port)) {
-		rc = seterr(err, errlen, -EINVAL, "%s: no port %d", d->name, port);
+		rc = bench_seterr(err, errlen, -EINVAL, "%s: no port %d", d->name, port);
 		goto out_close;
 	}
 	if (d->port.state != IBV_PORT_ACTIVE) {
-		rc = seterr(err, errlen, -ENETDOWN, "%s: port %d is not active", d->name, port);
+		rc = bench_seterr(err, errlen, -ENETDOWN, "%s: port %d is not active", d->name,
+				  port);
 		goto out_close;
 	}
 	d->gid_index = gid_index >= 0 ? gid_index : pick_gid(d);
 	if (d->gid_index >= d->port.gid_tbl_len ||
 	    ibv_query_gid(d->ctx, d->port_num, d->gid_index, &d->gid)) {
-		rc = seterr(err, errlen, -EINVAL, "%s: no GID index %d on port %d", d->name,
-			    d->gid_index, port);
+		rc = bench_seterr(err, errlen, -EINVAL, "%s: no GID index %d on port %d", d->name,
+				  d->gid_index, port);
 		goto out_close;
 	}
 	d->pd = ibv_alloc_pd(d->ctx);
 	if (!d->pd) {
-		rc = seterr(err, errlen, -ENOMEM, "%s: cannot allocate a PD", d->name);
+		rc = bench_seterr(err, errlen, -ENOMEM, "%s: cannot allocate a PD", d->name);
 		goto out_close;
 	}
 	return 0;
@@ -155,34 +145,36 @@ int bench_qp_create(struct bench_qp *q, struct bench_dev *d, const struct bench_
 	q->len = (cfg->buf_len + PAGE - 1) / PAGE * PAGE;
 	q->buf = aligned_alloc(PAGE, q->len);
 	if (!q->buf)
-		return seterr(err, errlen, -ENOMEM, "out of memory for a %zu-byte buffer", q->len);
+		return bench_seterr(err, errlen, -ENOMEM, "out of memory for a %zu-byte buffer",
+				    q->len);
 	memset(q->buf, 0x5a, q->len);
 	q->mr =
 	    ibv_reg_mr(d->pd, q->buf, q->len,
 		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!q->mr) {
-		rc = seterr(err, errlen, -errno, "%s: cannot register %zu bytes: %s", d->name,
-			    q->len, strerror(errno));
+		rc = bench_seterr(err, errlen, -errno, "%s: cannot register %zu bytes: %s", d->name,
+				  q->len, strerror(errno));
 		goto out_free;
 	}
 	if (cfg->event) {
 		q->ch = ibv_create_comp_channel(d->ctx);
 		if (!q->ch) {
-			rc = seterr(err, errlen, -EIO, "%s: cannot create a completion channel",
-				    d->name);
+			rc = bench_seterr(err, errlen, -EIO,
+					  "%s: cannot create a completion channel", d->name);
 			goto out_dereg;
 		}
 		flags = fcntl(q->ch->fd, F_GETFL);
 		if (flags < 0 || fcntl(q->ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-			rc = seterr(err, errlen, -errno, "completion channel: %s", strerror(errno));
+			rc = bench_seterr(err, errlen, -errno, "completion channel: %s",
+					  strerror(errno));
 			goto out_channel;
 		}
 	}
 	q->cq = ibv_create_cq(d->ctx, (int)clamp_u32(cfg->cq_depth + 8, d->attr.max_cqe), NULL,
 			      q->ch, 0);
 	if (!q->cq) {
-		rc = seterr(err, errlen, -EIO, "%s: cannot create a CQ of %u entries", d->name,
-			    cfg->cq_depth + 8);
+		rc = bench_seterr(err, errlen, -EIO, "%s: cannot create a CQ of %u entries",
+				  d->name, cfg->cq_depth + 8);
 		goto out_channel;
 	}
 	ia.send_cq = q->cq;
@@ -198,14 +190,16 @@ int bench_qp_create(struct bench_qp *q, struct bench_dev *d, const struct bench_
 		q->qp = ibv_create_qp(d->pd, &ia);
 	}
 	if (!q->qp) {
-		rc = seterr(err, errlen, -errno ? -errno : -EIO,
-			    "%s: cannot create a QP (%u send, %u receive entries): %s", d->name,
-			    ia.cap.max_send_wr, ia.cap.max_recv_wr, strerror(errno ? errno : EIO));
+		rc = bench_seterr(err, errlen, -errno ? -errno : -EIO,
+				  "%s: cannot create a QP (%u send, %u receive entries): %s",
+				  d->name, ia.cap.max_send_wr, ia.cap.max_recv_wr,
+				  strerror(errno ? errno : EIO));
 		goto out_cq;
 	}
 	if (ia.cap.max_send_wr < cfg->send_depth) {
-		rc = seterr(err, errlen, -EINVAL, "%s: %u messages in flight per QP, at most %u",
-			    d->name, cfg->send_depth, ia.cap.max_send_wr);
+		rc = bench_seterr(err, errlen, -EINVAL,
+				  "%s: %u messages in flight per QP, at most %u", d->name,
+				  cfg->send_depth, ia.cap.max_send_wr);
 		goto out_qp;
 	}
 	q->max_inline = ia.cap.max_inline_data;
@@ -277,8 +271,8 @@ int bench_qp_connect(struct bench_qp *q, const struct bench_dev *d,
 	rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					      IBV_QP_ACCESS_FLAGS);
 	if (rc)
-		return seterr(err, errlen, -rc, "%s: QP %u to INIT: %s", d->name, q->qp->qp_num,
-			      strerror(rc));
+		return bench_seterr(err, errlen, -rc, "%s: QP %u to INIT: %s", d->name,
+				    q->qp->qp_num, strerror(rc));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = (enum ibv_mtu)(mtu < (int)d->port.active_mtu ? mtu : (int)d->port.active_mtu);
@@ -298,8 +292,8 @@ int bench_qp_connect(struct bench_qp *q, const struct bench_dev *d,
 					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc)
-		return seterr(err, errlen, -rc, "%s: QP %u to RTR (peer QP %u): %s", d->name,
-			      q->qp->qp_num, remote->qpn, strerror(rc));
+		return bench_seterr(err, errlen, -rc, "%s: QP %u to RTR (peer QP %u): %s", d->name,
+				    q->qp->qp_num, remote->qpn, strerror(rc));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14; /* 67 ms */
@@ -311,8 +305,8 @@ int bench_qp_connect(struct bench_qp *q, const struct bench_dev *d,
 					      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 					      IBV_QP_MAX_QP_RD_ATOMIC);
 	if (rc)
-		return seterr(err, errlen, -rc, "%s: QP %u to RTS: %s", d->name, q->qp->qp_num,
-			      strerror(rc));
+		return bench_seterr(err, errlen, -rc, "%s: QP %u to RTS: %s", d->name,
+				    q->qp->qp_num, strerror(rc));
 	return 0;
 }
 
