@@ -104,12 +104,15 @@ static size_t remote_competing(const struct ctrl *c, size_t n, double *w)
 	return k;
 }
 
-/* SHARE: the remote READ flows' shares of C, by weight next to the local
- * competing flows' (@w_loc): this host's NIC sends their data, but nothing
- * here measures it.  Returns the part of C left to the local flows. */
+/* SHARE: the remote READ flows' shares, by weight next to the local
+ * competing flows' (@w_loc), of MaxRate (SafeUtil without a latency flow,
+ * the paper's): this host's NIC sends their data, but nothing here
+ * measures it, so C (what the local flows are seen to move) says nothing
+ * of it.  Returns the part of C left to the local flows. */
 static double remote_share_rates(struct ctrl *c, size_t n, double w_loc)
 {
 	double w_rem, cap = (double)c->share.c_bps;
+	double su = c->max_rate_bps ? (double)c->max_rate_bps : cap;
 
 	remote_competing(c, n, &w_rem);
 	for (size_t i = n; i < n + c->n_remote; i++) {
@@ -117,7 +120,7 @@ static double remote_share_rates(struct ctrl *c, size_t n, double w_loc)
 		double w = t->weight ? t->weight : 1;
 
 		t->ops_per_s = t->wait_ns = 0;
-		t->rate_bps = (uint64_t)(cap * w / (w_loc + w_rem + (t->active ? 0 : w))) + 1;
+		t->rate_bps = (uint64_t)(su * w / (w_loc + w_rem + (t->active ? 0 : w))) + 1;
 	}
 	return w_rem > 0 && w_loc > 0 ? cap * w_loc / (w_loc + w_rem) : cap;
 }

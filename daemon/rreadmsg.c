@@ -2,7 +2,8 @@
 /* Remote READ control's messages (see rreadmsg.h): every byte comes from
  * another host, so each member is checked for presence, type and range
  * before anything is taken from it.
- * May call: config (class names); nothing of the channel. */
+ * May call: nothing of the daemon (config.h for its enum only): the peer
+ * channel's fuzzer links it alone. */
 #include "rreadmsg.h"
 
 #include <errno.h>
@@ -10,6 +11,14 @@
 #include <string.h>
 
 #include "config.h"
+#include "shm_abi.h"
+
+static const char *const class_names[] = { JST_CLASS_NAME_LIST };
+
+const char *rreadmsg_class_name(int cls)
+{
+	return cls >= 0 && cls < JST_CLASS_COUNT ? class_names[cls] : "?";
+}
 
 static int bad(char *err, size_t errlen, const char *what)
 {
@@ -30,7 +39,6 @@ int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t er
 {
 	json_int_t flow, qpn, pqpn, weight;
 	const char *kind, *cls;
-	enum flow_class fc;
 	json_error_t je;
 	int active;
 
@@ -46,9 +54,9 @@ int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t er
 		return bad(err, errlen, "qpn and peer_qpn must be QP numbers (0..16777215)");
 	if (weight < 1 || weight > RREAD_WEIGHT_MAX)
 		return bad(err, errlen, "weight must be 1..1000");
-	if (config_class_parse(cls, &fc) || fc != FLOW_CLASS_BANDWIDTH)
+	if (strcmp(cls, class_names[FLOW_CLASS_BANDWIDTH]))
 		return bad(err, errlen, "class must be \"bandwidth\"");
-	*o = (struct rread_open){ .flow = (uint32_t)flow, .cls = (uint8_t)fc,
+	*o = (struct rread_open){ .flow = (uint32_t)flow, .cls = FLOW_CLASS_BANDWIDTH,
 				  .qpn = (uint32_t)qpn, .peer_qpn = (uint32_t)pqpn,
 				  .weight = (uint32_t)weight, .active = active };
 	return 0;
@@ -112,7 +120,7 @@ int rreadmsg_parse_grants(json_t *args, struct rread_grant *g, size_t *n, char *
 json_t *rreadmsg_open(const struct rread_open *o)
 {
 	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:b}", "kind", RREAD_KIND_READ, "flow",
-			 (json_int_t)o->flow, "class", config_class_name((enum flow_class)o->cls),
+			 (json_int_t)o->flow, "class", rreadmsg_class_name(o->cls),
 			 "qpn", (json_int_t)o->qpn, "peer_qpn", (json_int_t)o->peer_qpn, "weight",
 			 (json_int_t)o->weight, "active", o->active);
 }

@@ -47,6 +47,8 @@ int rreadmsg_parse_close(json_t *args, uint32_t *flow, char *err, size_t errlen)
 int rreadmsg_parse_grants(json_t *args, struct rread_grant *g, size_t *n, char *err,
 			  size_t errlen);
 
+/* A class's name on the wire ("bandwidth"), "?" out of range. */
+const char *rreadmsg_class_name(int cls);
 /* The arguments of each operation (NULL: out of memory). */
 json_t *rreadmsg_open(const struct rread_open *o);
 json_t *rreadmsg_close(uint32_t flow);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The responder's remote READ flows (see rreadtab.h).
- * May call: rreadmsg, config (class names), log. */
+ * May call: rreadmsg, log (config.h for its enum only). */
 #include "rreadtab.h"
 
 #include <errno.h>
@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "log.h"
 
 struct rread_conn *rreadtab_conn(struct rread_tab *t, uint64_t serial)
@@ -248,7 +247,7 @@ json_t *rreadtab_json(const struct rread_tab *t, uint64_t now)
 			json_array_append_new(arr, json_pack(
 				"{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:b, s:o, s:I}", "kind",
 				RREAD_KIND_READ, "peer", c->name, "flow", (json_int_t)e->o.flow,
-				"class", config_class_name((enum flow_class)e->o.cls),
+				"class", rreadmsg_class_name(e->o.cls),
 				"qpn", (json_int_t)e->o.qpn, "local_qpn", (json_int_t)e->o.peer_qpn,
 				"weight", (json_int_t)e->o.weight, "active", e->o.active,
 				"share_bps", e->rate_bps && e->rate_bps <= INT64_MAX
