@@ -309,6 +309,7 @@ void ctl_show_flows(const json_t *reply, FILE *out)
 
 	if (!json_array_size(flows)) {
 		fputs("no flows\n", out);
+		show_remote(json_object_get(reply, "remote"), out);
 		return;
 	}
 	json_array_foreach(flows, i, fl) {
