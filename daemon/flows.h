@@ -64,6 +64,7 @@ struct flow {
 		bool busy;            /* a request in flight */
 		uint64_t retry_ns;    /* refused: ask again then */
 		char peer[96];        /* the responder's daemon, "" if none */
+		char gid[64];         /* the peer GID it was registered for */
 		char why[120];        /* why it is not registered */
 	} remote;
 	struct flow *next;            /* in proc */

@@ -266,6 +266,7 @@ static void send_open(struct rread *rr, struct flow *f, struct peer *p,
 		return;
 	*call = (struct rread_call){ .rr = rr, .serial = p->serial, .flow = f->id, .o = *o };
 	snprintf(f->remote.peer, sizeof(f->remote.peer), "%s", p->name);
+	snprintf(f->remote.gid, sizeof(f->remote.gid), "%s", f->peer_gid);
 	if (f->remote.state != FLOW_REMOTE_REGISTERED)
 		set_state(rr, f, FLOW_REMOTE_PENDING, NULL);
 	/* busy first: a connection that fails at once answers "closed" now */
@@ -300,6 +301,12 @@ static void sync_flow(struct rread *rr, struct flow *f, uint64_t now)
 				 .weight = f->weight ? f->weight : 1, .active = f->active };
 	if (f->remote.state == FLOW_REMOTE_REGISTERED) {
 		p = peer_by_serial(rr, f->remote.serial);
+		if (p && strcmp(f->peer_gid, f->remote.gid)) {
+			/* connected to another host now: register there instead */
+			close_remote(rr, f);
+			set_state(rr, f, FLOW_REMOTE_NONE, NULL);
+			return;
+		}
 		if (!p)
 			set_state(rr, f, FLOW_REMOTE_UNMANAGED,
 				  "remote: responder not managed (connection closed)");

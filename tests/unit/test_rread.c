@@ -5,7 +5,7 @@
  * A's address, A the responder.  B registers the flow with A (counted in
  * A's table), A's shares reach B (the flow's rate is the lower grant, and
  * it is paced even with nothing to pace here), a weight change updates the
- * registration, the flow going away closes it, a channel that drops takes
+ * registration, a QP connected to another host moves it, the flow going away closes it, a channel that drops takes
  * A's entries with it and leaves B's flow unconstrained, a requester with
  * no responder daemon is warned, malformed requests are refused, and
  * grants for flows not registered on that connection change nothing.
@@ -282,6 +282,22 @@ static void channel_drop(void **state)
 	assert_true(pump_until(a_counts, (void *)1));
 }
 
+/* The QP is connected to another host: the registration moves. */
+static void peer_changes(void **state)
+{
+	struct flow *f = read_flow(B, 60, GID_LOCAL);
+
+	sync_now(B);
+	assert_true(pump_until(registered, f));
+	assert_true(pump_until(a_counts, (void *)1));
+	snprintf(f->peer_gid, sizeof(f->peer_gid), "%s", GID_OTHER);
+	sync_now(B);
+	assert_true(pump_until(a_counts, (void *)0));
+	assert_int_equal(f->remote.state, FLOW_REMOTE_NONE);
+	sync_now(B); /* nobody's GID: unconstrained */
+	assert_int_equal(f->remote.state, FLOW_REMOTE_UNMANAGED);
+}
+
 /* The peer GID is no configured daemon's: unconstrained, warned. */
 static void responder_not_managed(void **state)
 {
@@ -395,6 +411,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(register_grant_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(channel_drop, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(responder_not_managed, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_refused, setup, teardown),
 	};
