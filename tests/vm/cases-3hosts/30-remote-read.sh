@@ -11,6 +11,9 @@
 #    printed next to the same READ without the shim);
 #  - once the client exits, jd0 no longer counts it (closed: no stale
 #    reservation);
+#  - with a latency flow and a bandwidth flow of A's own (pace mode
+#    protect), the remote READ counts in A's B' and gets the same share of
+#    SafeUtil as A's bandwidth flow;
 #  - kill -9 jd1 while a READ runs: jd0 drops its flow with the channel;
 #  - with no daemon on A, jd1 shows the flow unconstrained, warned
 #    ("responder not managed").
@@ -110,6 +113,8 @@ t0=$(jv_now)
 read_flow read.shim 8 shim
 wait_for st jd0 '.remote_read.served.flows == 1' 20
 expect_eq jd0.counts.remote.flow 1 "$(st jd0 .remote_read.served.flows)"
+wait_for st jd0 '.controller.flows.bandwidth == 1' 5
+expect_eq jd0.remote.in.B 1 "$(st jd0 .controller.flows.bandwidth)"
 wait_for fl jd1 '[.flows[] | select(.remote != null) | .remote.state == "registered" and .remote.grant_bps != null] == [true]' 10
 expect_eq jd0.remote.entry "read bandwidth true" \
 	"$(fl jd0 '.remote[0] | "\(.kind) \(.class) \(.share_bps > 0 and .share_bps <= '$MAXRATE' + 1)"')"
@@ -142,6 +147,33 @@ expect_eq read.shim.within.grant yes \
 wait_for st jd0 '.remote_read.served.flows == 0' 5
 expect_eq jd0.closed.after.exit "0 true" \
 	"$(st jd0 '"\(.remote_read.served.flows) \(.remote_read.served.closed >= 1)"')"
+
+# ---- A protects a latency flow (pace mode protect, a local latency and a
+# local bandwidth flow registered by flowreg): the remote READ counts in
+# A's B' next to the local bandwidth flow, and both get the same share of
+# SafeUtil (equal weights); B's READ follows it
+R=$PWD/build/tests/flowreg
+g0=$(st jd0 '.remote_read.messages.sent.grants')
+t0=$(jv_now)
+read_flow read.protect 10 shim
+"$R" /run/jd0/justitiad.sock 1 -c latency -d "$RXE_DEV0" -t 10 >"$JV_OUT/flowreg-lat.out" 2>&1 &
+FL=$!
+"$R" /run/jd0/justitiad.sock 1 -c bandwidth -d "$RXE_DEV0" -a -t 10 >"$JV_OUT/flowreg-bw.out" 2>&1 &
+FB=$!
+wait_for st jd0 '.controller.flows.latency == 1 and .controller.flows.bandwidth == 2 and .controller.pace_mode == "protect"' 15
+expect_eq jd0.protect.counts "1 2 protect" \
+	"$(st jd0 '"\(.controller.flows.latency) \(.controller.flows.bandwidth) \(.controller.pace_mode)"')"
+same='([.flows[] | select(.comm == "flowreg" and .class == "bandwidth") | .paced_rate_bps][0]) as $l | .remote[0].share_bps as $r | ($l != null and $r != null and $l == $r)'
+wait_for fl jd0 "$same" 10
+expect_eq jd0.protect.equal.shares true "$(fl jd0 "$same")"
+ctl jd0 flows >"$JV_OUT/jd0-protect.txt"
+cat "$JV_OUT/jd0-protect.txt"
+echo "jd0: SafeUtil $(st jd0 .controller.safe_util_bps) bit/s; jd1's grant $(fl jd1 '[.flows[] | select(.remote != null) | .remote.grant_bps][0]') bit/s"
+wait "$FL" "$FB"
+read_done read.protect
+g1=$(st jd0 '.remote_read.messages.sent.grants')
+echo "READ 1 MiB next to A's protected latency flow: $MBPS Mbit/s; channel: $((g1 - g0)) remote_grants in $(jv_secs "$t0")s from jd0"
+wait_for st jd0 '.remote_read.served.flows == 0' 5
 
 # ---- the requester's daemon dies: the responder drops its flows
 read_flow read.kill 15 shim
