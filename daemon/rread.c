@@ -176,6 +176,10 @@ static void set_state(struct rread *rr, struct flow *f, int state, const char *f
 		va_start(ap, fmt);
 		vsnprintf(f->remote.why, sizeof(f->remote.why), fmt, ap);
 		va_end(ap);
+		/* (it may quote a peer's error message: untrusted text) */
+		for (char *c = f->remote.why; *c; c++)
+			if (*c < 0x20 || *c > 0x7e)
+				*c = '?';
 	}
 	if (state == was)
 		return;
