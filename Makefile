@@ -183,8 +183,9 @@ $(DAEMON_UNITS): $(B)/tests/unit/%: $(B)/obj/tests/unit/%.o \
 
 # Tests that #include one daemon module (to reach its statics) and link the
 # daemon's other objects: test_ctl (ctl.c), test_refresp (refresp.c),
-# test_splitq (splitq.c), test_flows (flows.c).
-DAEMON_MODULE_TESTS := ctl refresp splitq flows
+# test_splitq (splitq.c), test_flows (flows.c), test_rread (rread.c),
+# test_rreadtab (rreadtab.c), test_rreadmsg (rreadmsg.c).
+DAEMON_MODULE_TESTS := ctl refresp splitq flows rread rreadtab rreadmsg
 $(DAEMON_MODULE_TESTS:%=$(B)/tests/unit/test_%): $(B)/tests/unit/test_%: \
 		$(B)/obj/tests/unit/test_%.o $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LD,$@)

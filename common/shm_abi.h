@@ -30,7 +30,7 @@
 #define JST_SHM_GLOBAL_MAGIC 0x4a535447u /* "JSTG" */
 #define JST_SHM_CLIENT_MAGIC 0x4a535443u /* "JSTC" */
 #define JST_SHM_VERSION_MAJOR 1
-#define JST_SHM_VERSION_MINOR 2
+#define JST_SHM_VERSION_MINOR 3
 #define JST_CACHELINE 64
 
 enum jst_flow_class {
@@ -69,6 +69,11 @@ enum jst_ctrl_mode {
 /* jst_flow_ctl.state */
 #define JST_SLOT_FREE 0u
 #define JST_SLOT_ACTIVE 1u
+
+/* jst_flow_stats.flags (minor 3): what the shim saw the flow do, set once
+ * and never cleared while the flow lives (untrusted, like every counter) */
+#define JST_FS_READ (1u << 0)     /* it posted an RDMA READ: the data comes from
+				   * the peer's NIC (remote READ control) */
 
 /* jst_flow_ctl.flags */
 #define JST_F_PACE (1u << 0)      /* pace this flow by tokens */
@@ -145,7 +150,7 @@ struct jst_flow_stats {
 							* "binding", share.h) */
 	_Atomic uint64_t bucket_vtime_ns;              /* token bucket state */
 	_Atomic uint64_t last_post_ns;
-	_Atomic uint32_t flags;
+	_Atomic uint32_t flags;                        /* JST_FS_* (minor 3) */
 	uint32_t reserved;
 };
 

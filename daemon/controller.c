@@ -18,6 +18,7 @@
 #include "justitiad.h"
 #include "log.h"
 #include "proto.h"
+#include "rread.h"
 #include "shm_abi.h"
 
 #define RELAXED memory_order_relaxed
@@ -140,7 +141,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	 * few periods is enough */
 	if (!control || c->steps % CTRL_POLL_PERIODS == 0)
 		flows_poll_counters(&d->flows);
-	if (ensure_capacity(c, d->flows.n_gslots))
+	if (ensure_capacity(c, d->flows.n_gslots + RREAD_MAX_TOTAL))
 		return;
 	for (struct proc *p = d->flows.procs; p; p = p->next, app++) {
 		for (struct flow *f = p->flows; f; f = f->next) {
@@ -168,7 +169,11 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 			n++;
 		}
 	}
-	aimd_count(c->af, n, cfg->controller.one_flow_per_app, &c->n);
+	/* the READ flows other hosts' daemons registered here: this NIC sends
+	 * their data, so they count in L'/B'/T' and share the tokens (rread.h) */
+	c->n_remote = rread_fill(d->rread, c->tf + n, c->af + n, app);
+	total += c->n_remote;
+	aimd_count(c->af, n + c->n_remote, cfg->controller.one_flow_per_app, &c->n);
 
 	/* the reference flow runs while latency flows are registered */
 	want = cfg->reference.always_on || c->n.lat > 0;
@@ -269,16 +274,21 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 		.alpha_permille = (uint32_t)(cfg->controller.cpu_alpha * 1000 + 0.5),
 		.one_per_app = cfg->controller.one_flow_per_app,
 	};
-	tokens_distribute(c->tf, n, &tp);
+	tokens_distribute(c->tf, n + c->n_remote, &tp);
 	ctrlshare_set_pace_mode(c, n, n_lat_all, now, ctrlshare_measure_window(c, n, now));
+	rread_after_step(d->rread, c->tf + n, c->n_remote, now, period_ns(c));
+	/* READ flows registered with their responders: a limit that came or
+	 * went changes their flags, which the shims look at again */
+	if (rread_sync(d->rread, now))
+		c->mode_gen++;
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = c->fp[i];
 		const struct tokens_flow *t = &c->tf[i];
+		uint64_t rate = rread_cap(f, t->rate_bps);
 
-		if (f->rate_bps == t->rate_bps && f->ops_per_s == t->ops_per_s &&
-		    f->wait_ns == t->wait_ns)
+		if (f->rate_bps == rate && f->ops_per_s == t->ops_per_s && f->wait_ns == t->wait_ns)
 			continue;
-		f->rate_bps = t->rate_bps;
+		f->rate_bps = rate;
 		f->ops_per_s = t->ops_per_s;
 		f->wait_ns = t->wait_ns;
 		/* class, flags and chunk are flows.c's (published on registration,

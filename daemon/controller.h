@@ -100,6 +100,7 @@ struct ctrl {
 	uint64_t win_t0_ns;             /* the measurement window's start */
 	uint64_t competed_ns;           /* two or more flows last competed */
 	struct share_flow *sf;
+	size_t n_remote;                /* remote READ flows (rread.h): tf[n..n+n_remote) */
 	uint32_t chunk_bytes;
 	uint64_t token_ops, tau_ns;
 	uint64_t steps, decreases;      /* decreases: halving steps (violation or stale) */

@@ -37,6 +37,10 @@ struct ctl_env {
 	void (*split_lookup)(void *ctx, const char *gid, uint32_t qpn, ctl_split_cb cb,
 			     void *arg);
 	void *split_ctx;
+	/* remote READ control's state (rread.c) for status and flows: an
+	 * object, or NULL (off) */
+	json_t *(*remote_read)(void *ctx);
+	void *remote_ctx;
 };
 
 struct ctl_client {

@@ -107,6 +107,12 @@ json_t *ctlview_status(struct ctl_client *cl, json_t *req)
 						   "max_flows", (json_int_t)e->cfg->limits.max_flows,
 						   "max_flows_per_client",
 						   (json_int_t)e->cfg->limits.max_flows_per_client));
+	if (e->remote_read) {
+		json_t *rr = e->remote_read(e->remote_ctx);
+
+		if (rr)
+			json_object_set_new(r, "remote_read", rr);
+	}
 	if (*e->qpw) {
 		json_object_set_new(json_object_get(r, "counts"), "unmanaged",
 				    qpwatch_unmanaged_json(*e->qpw));
@@ -197,6 +203,14 @@ json_t *ctlview_flows(struct ctl_client *cl, json_t *req)
 	r = proto_reply_ok(req);
 	json_object_set_new(r, "flows", page);
 	json_object_set_new(r, "next", next);
+	/* the first page: the READ flows other hosts registered here */
+	if (!after && !json_object_get(req, "unmanaged_from") && e->remote_read) {
+		json_t *rr = e->remote_read(e->remote_ctx);
+		json_t *ent = json_object_get(json_object_get(rr, "served"), "entries");
+
+		json_object_set_new(r, "remote", ent ? json_incref(ent) : json_array());
+		json_decref(rr);
+	}
 	return r;
 }
 

@@ -89,6 +89,42 @@ bool ctrlshare_measure_window(struct ctrl *c, size_t n, uint64_t now)
 	return true;
 }
 
+/* The remote READ flows (rread.h, c->tf[n..n+n_remote)) that compete:
+ * how many, and their weights in *@w. */
+static size_t remote_competing(const struct ctrl *c, size_t n, double *w)
+{
+	size_t k = 0;
+
+	*w = 0;
+	for (size_t i = n; i < n + c->n_remote; i++)
+		if (c->tf[i].active) {
+			k++;
+			*w += c->tf[i].weight ? c->tf[i].weight : 1;
+		}
+	return k;
+}
+
+/* SHARE: the remote READ flows' shares, by weight next to the local
+ * competing flows' (@w_loc), of MaxRate (SafeUtil without a latency flow,
+ * the paper's): this host's NIC sends their data, but nothing here
+ * measures it, so C (what the local flows are seen to move) says nothing
+ * of it.  Returns the part of C left to the local flows. */
+static double remote_share_rates(struct ctrl *c, size_t n, double w_loc)
+{
+	double w_rem, cap = (double)c->share.c_bps;
+	double su = c->max_rate_bps ? (double)c->max_rate_bps : cap;
+
+	remote_competing(c, n, &w_rem);
+	for (size_t i = n; i < n + c->n_remote; i++) {
+		struct tokens_flow *t = &c->tf[i];
+		double w = t->weight ? t->weight : 1;
+
+		t->ops_per_s = t->wait_ns = 0;
+		t->rate_bps = (uint64_t)(su * w / (w_loc + w_rem + (t->active ? 0 : w))) + 1;
+	}
+	return w_rem > 0 && w_loc > 0 ? cap * w_loc / (w_loc + w_rem) : cap;
+}
+
 /* SHARE: the tokens' rate is C, adapted every window (share.h), and each
  * active flow's grant its max-min fair fraction of C; a flow not active
  * gets what it would get if it became active now. */
@@ -148,7 +184,7 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 	}
 	for (size_t j = 0; j < k; j++)
 		w_act += sf[j].weight ? sf[j].weight : 1;
-	cap = (double)c->share.c_bps;
+	cap = remote_share_rates(c, n, w_act);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = c->fp[i];
@@ -185,9 +221,12 @@ void ctrlshare_set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, uint6
 	int mode;
 	bool entered;
 
+	double w_rem;
+
 	for (size_t i = 0; i < n; i++)
 		if (competing(c->fp[i]))
 			n_comp++;
+	n_comp += remote_competing(c, n, &w_rem);
 	if (n_comp >= 2)
 		c->competed_ns = now;
 	mode = n_lat_all ? JST_PACE_PROTECT : n_comp >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
@@ -211,7 +250,7 @@ void ctrlshare_set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, uint6
 		c->mode_gen++;
 	}
 	if (mode == JST_PACE_OFF) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n + c->n_remote; i++)
 			c->tf[i].rate_bps = c->tf[i].ops_per_s = c->tf[i].wait_ns = 0;
 	} else if (mode == JST_PACE_SHARE) {
 		share_rates(c, n, window_ended, entered);

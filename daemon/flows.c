@@ -162,7 +162,9 @@ void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 
 	chunk = mode == JST_PACE_PROTECT ? (d ? d->chunk_latency : 5120)
 					 : (d ? d->chunk_default : 1048576);
-	if (mode != JST_PACE_OFF) {
+	/* a READ flow the responder's daemon limits is paced whatever the
+	 * mode here (rread.c: its rate is the lower grant) */
+	if (mode != JST_PACE_OFF || (f->remote.grant_bps && f->cls == FLOW_CLASS_BANDWIDTH)) {
 		if (f->cls == FLOW_CLASS_BANDWIDTH)
 			flags = JST_F_PACE | JST_F_SPLIT;
 		else if (f->cls == FLOW_CLASS_THROUGHPUT)
@@ -244,6 +246,8 @@ out_free:
 
 static void flow_free(struct flows *fl, struct flow *f)
 {
+	if (fl->on_free)
+		fl->on_free(fl->on_free_arg, f);
 	shm_slot_publish(jst_shm_global_slot(fl->global.base, f->gslot), JST_SLOT_FREE, 0, 0, 0,
 			 0, 0, 0, 0, 0, 0);
 	fl->by_gslot[f->gslot] = NULL;
@@ -476,6 +480,9 @@ void flows_poll_counters(struct flows *fl)
 			 * than the activity window, so its chunks count too (or
 			 * the throttled flow would look idle, the floor would
 			 * drop to nothing and SafeUtil with it) */
+			if (atomic_load_explicit(&jst_shm_client_slot(p->seg.base, f->cslot)->flags,
+						 memory_order_relaxed) & JST_FS_READ)
+				f->reads = true;
 			if (now.bytes != f->last.bytes || now.ops != f->last.ops ||
 			    now.chunks != f->last.chunks || now.token_wait_ns != f->last.token_wait_ns)
 				f->grew_ns = t;
@@ -516,6 +523,33 @@ static void add_grant(json_t *o, const struct flow *f, const struct jst_flow_ctl
 	json_object_set_new(o, "active", json_boolean(f->active));
 }
 
+static const char *const remote_state_names[] = {
+	[FLOW_REMOTE_NONE] = "none", [FLOW_REMOTE_PENDING] = "pending",
+	[FLOW_REMOTE_REGISTERED] = "registered", [FLOW_REMOTE_UNMANAGED] = "unmanaged",
+	[FLOW_REMOTE_REFUSED] = "refused",
+};
+
+/* A READ flow: what the responder's daemon grants it (remote READ
+ * control, rread.c); null for the others. */
+static void add_remote(json_t *o, const struct flow *f)
+{
+	int st = f->remote.state;
+
+	if (!o)
+		return;
+	if (!f->reads || st == FLOW_REMOTE_NONE) {
+		json_object_set_new(o, "remote", json_null());
+		return;
+	}
+	json_object_set_new(o, "remote", json_pack(
+		"{s:s, s:s, s:o, s:o, s:o}", "kind", "read",
+		"state", (unsigned)st < sizeof(remote_state_names) / sizeof(remote_state_names[0])
+				 ? remote_state_names[st] : "?",
+		"peer", f->remote.peer[0] ? json_string(f->remote.peer) : json_null(),
+		"grant_bps", f->remote.grant_bps ? juint(f->remote.grant_bps) : json_null(),
+		"warning", f->remote.why[0] ? json_string(f->remote.why) : json_null()));
+}
+
 json_t *flows_to_json(struct flows *fl)
 {
 	json_t *arr = json_array();
@@ -541,8 +575,10 @@ json_t *flows_to_json(struct flows *fl)
 				"warning", f->warning[0] ? json_string(f->warning) : json_null(),
 				"counters_valid", f->scribbled ? json_false() : json_true(),
 				"managed", 1, "state", f->state, "chunks", juint(f->last.chunks)));
-			if (json_array_size(arr) > before)
+			if (json_array_size(arr) > before) {
 				add_grant(json_array_get(arr, before), f, s);
+				add_remote(json_array_get(arr, before), f);
+			}
 		}
 	}
 	return arr;

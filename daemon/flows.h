@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "rreadmsg.h"
 #include "shm.h"
 
 struct proc;
@@ -53,7 +54,29 @@ struct flow {
 	double meas_bound;              /* share of it spent waiting for tokens */
 	bool share_sat;                 /* judged limited by itself (share.h) */
 	double share_fill;              /* its fill, averaged (share.h) */
+	/* remote READ control, the requester's side (rread.c) */
+	bool reads;                   /* the shim saw it post RDMA READs (JST_FS_READ) */
+	struct flow_remote {
+		int state;            /* enum flow_remote_state */
+		uint64_t serial;      /* the connection it is registered on, 0: none */
+		uint64_t grant_bps;   /* the responder's grant, 0: unconstrained */
+		struct rread_open sent; /* what the responder was told */
+		bool busy;            /* a request in flight */
+		uint64_t retry_ns;    /* refused: ask again then */
+		char peer[96];        /* the responder's daemon, "" if none */
+		char gid[64];         /* the peer GID it was registered for */
+		char why[120];        /* why it is not registered */
+	} remote;
 	struct flow *next;            /* in proc */
+};
+
+/* flow.remote.state */
+enum flow_remote_state {
+	FLOW_REMOTE_NONE = 0,         /* not a remote READ flow (yet) */
+	FLOW_REMOTE_PENDING,          /* registering with the responder's daemon */
+	FLOW_REMOTE_REGISTERED,       /* registered: its grants apply */
+	FLOW_REMOTE_UNMANAGED,        /* no responder daemon: unconstrained there */
+	FLOW_REMOTE_REFUSED,          /* the responder's daemon said no (limits) */
 };
 
 struct proc {
@@ -85,6 +108,9 @@ struct flows {
 	uint64_t instance;
 	const struct config *cfg;
 	int pace_mode;                /* enum jst_pace_mode, the controller's */
+	/* told before a flow is freed (remote READ control: rread.c) */
+	void (*on_free)(void *arg, struct flow *f);
+	void *on_free_arg;
 };
 
 /* What a shim asks for in register_qp. */

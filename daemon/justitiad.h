@@ -16,6 +16,7 @@
 struct peer_ctx;
 struct ctrl;
 struct qpwatch;
+struct rread;
 
 struct daemon {
 	struct ev_loop *loop;
@@ -29,6 +30,7 @@ struct daemon {
 	struct peer_ctx *peer;        /* the daemon channel (peer.c), or NULL */
 	struct ctrl *controller;      /* the isolation controller (controller.c), or NULL */
 	struct qpwatch *qpw;          /* the BPF QP watcher (qpwatch.c), or NULL */
+	struct rread *rread;          /* remote READ control (rread.c), or NULL */
 };
 
 uint64_t daemon_now_ns(void);

@@ -23,6 +23,7 @@
 #include "peer.h"
 #include "qpwatch.h"
 #include "rdma.h"
+#include "rread.h"
 #include "splitq.h"
 #include "wiring.h"
 
@@ -44,6 +45,7 @@ static struct daemon d;
 static struct ctl ctl;
 static struct peer_ctx peer; /* the channel to the other hosts' daemons */
 static struct ctrl controller;
+static struct rread rread; /* remote READ control */
 static struct qpwatch qpw; /* kernel-side QP discovery (BPF) */
 
 uint64_t daemon_now_ns(void)
@@ -304,6 +306,9 @@ int main(int argc, char **argv)
 	}
 	d.peer = &peer;
 	splitq_init(&d);
+	/* before the controller, which counts its flows */
+	rread_init(&rread, &d);
+	d.rread = &rread;
 	rc = ctrl_init(&controller, &d);
 	if (rc)
 		log_warnx("isolation controller disabled: %s", strerror(-rc));
@@ -331,6 +336,8 @@ int main(int argc, char **argv)
 	d.controller = NULL;
 	peer_ctx_fini(&peer);
 	d.peer = NULL;
+	rread_fini(&rread);
+	d.rread = NULL;
 	ctl_close(&ctl);
 out_qpwatch:
 	qpwatch_fini(&qpw);

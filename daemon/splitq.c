@@ -126,7 +126,7 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
  * peer whose address literal is the GID's address (IPv4 or IPv6), or one
  * whose connection's remote address is (a peer configured by host name, an
  * incoming connection).  Connections that are up first. */
-static struct peer *peer_for_gid(struct daemon *d, const char *gid)
+struct peer *splitq_peer_for_gid(struct daemon *d, const char *gid)
 {
 	struct sockaddr_storage want, ss;
 	struct peer *literal = NULL;
@@ -167,7 +167,7 @@ void splitq_lookup(struct daemon *d, const char *gid, uint32_t qpn, splitq_cb cb
 		cb(arg, -1, "no Justitia peer known for this GID");
 		return;
 	}
-	p = peer_for_gid(d, gid);
+	p = splitq_peer_for_gid(d, gid);
 	if (!p) {
 		cb(arg, -1, "the peer's host is not a configured Justitia peer");
 		return;

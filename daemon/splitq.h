@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 struct daemon;
+struct peer;
 
 /* @split_qpn: the peer's split QP, or -1 with @why. */
 typedef void (*splitq_cb)(void *arg, int64_t split_qpn, const char *why);
@@ -45,6 +46,9 @@ static inline int splitq_parse_lookup(json_t *args, const char **gid, uint32_t *
 }
 /* Serve "split_lookup" for the other daemons (when the channel exists). */
 void splitq_init(struct daemon *d);
+/* The connection to the daemon of the host that owns @gid (a RoCE GID in
+ * IPv6 notation), up or not, or NULL: no configured peer has its address. */
+struct peer *splitq_peer_for_gid(struct daemon *d, const char *gid);
 /* Calls @cb exactly once, now or later. */
 void splitq_lookup(struct daemon *d, const char *gid, uint32_t qpn, splitq_cb cb, void *arg);
 

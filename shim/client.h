@@ -58,7 +58,8 @@ void shim_client_qp_warning(struct shim_qp *q, char *buf, size_t len);
 /* The shim classified @q itself (JUSTITIA_CLASS=auto): tell the daemon.
  * Blocks on the daemon's socket: never from a post path. */
 int shim_client_report_class(struct shim_qp *q, int cls);
-/* Add posted WRs to the flow's counters in the daemon's shared memory. */
+/* Add posted WRs to the flow's counters in the daemon's shared memory, and
+ * say once that the flow posts RDMA READs (JST_FS_READ). */
 static inline void shim_client_publish(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
 {
 	struct jst_flow_stats *s = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
@@ -66,6 +67,11 @@ static inline void shim_client_publish(struct shim_qp *q, uint64_t wrs, uint64_t
 	if (s && wrs) {
 		atomic_fetch_add_explicit(&s->ops, wrs, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->bytes, bytes, memory_order_relaxed);
+		/* the daemon registers a READ flow with the responder's daemon
+		 * (remote READ control): said once, read on a line just written */
+		if (!(atomic_load_explicit(&s->flags, memory_order_relaxed) & JST_FS_READ) &&
+		    atomic_load_explicit(&q->st.op[STATS_OP_RDMA_READ].wrs, memory_order_relaxed))
+			atomic_fetch_or_explicit(&s->flags, JST_FS_READ, memory_order_relaxed);
 	}
 }
 /* fork(): the child must not talk on the parent's connection. */

@@ -119,6 +119,26 @@ static void show_channel(const json_t *ch, FILE *out)
 	free(port);
 }
 
+/* Remote READ control: the flows served here, ours registered elsewhere. */
+static void show_remote_status(const json_t *rr, FILE *out)
+{
+	const json_t *sv = json_object_get(rr, "served"), *rq = json_object_get(rr, "requested");
+	char *a, *b, *c, *d;
+
+	if (!rr)
+		return;
+	a = ctl_field(sv, "flows", ctl_fmt_plain);
+	b = ctl_field(sv, "refused", ctl_fmt_plain);
+	c = ctl_field(rq, "registered", ctl_fmt_plain);
+	d = ctl_field(rq, "unmanaged", ctl_fmt_plain);
+	ctl_kv(out, "remote READ:", ctl_xasprintf("serving %s flows of other hosts (%s refused); "
+						  "ours: %s registered, %s unmanaged", a, b, c, d));
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+}
+
 void ctl_show_status(const json_t *reply, FILE *out)
 {
 	static const char *const head[] = { "DEVICE", "PORT", "GID", "MAX RATE", "CHUNK" };
@@ -205,6 +225,7 @@ void ctl_show_status(const json_t *reply, FILE *out)
 	free(b);
 	free(e);
 	show_qpwatch(json_object_get(reply, "qpwatch"), cnt, out);
+	show_remote_status(json_object_get(reply, "remote_read"), out);
 
 	fputc('\n', out);
 	if (!json_array_size(devs)) {
@@ -223,6 +244,57 @@ void ctl_show_status(const json_t *reply, FILE *out)
 
 /* ------------------------------------------------------------ flows */
 
+/* A READ flow's word from its responder's daemon (remote READ control)
+ * after the flow's own warning. */
+static char *remote_note(const json_t *rm, const char *warn)
+{
+	const char *rw = ctl_jstr(rm, "warning"), *peer = ctl_jstr(rm, "peer");
+	uint64_t g;
+	char *r, *gs;
+
+	if (!json_is_object(rm))
+		return ctl_xasprintf("%s", ctl_or_dash(warn));
+	if (rw)
+		return ctl_xasprintf("%s%s%s", warn ? warn : "", warn ? "; " : "", rw);
+	if (ctl_juint(rm, "grant_bps", &g)) {
+		gs = ctl_fmt_rate(g);
+		r = ctl_xasprintf("%s%sremote READ: %s grants %s", warn ? warn : "", warn ? "; " : "",
+				  ctl_or_dash(peer), gs);
+		free(gs);
+		return r;
+	}
+	return ctl_xasprintf("%s%sremote READ: %s %s", warn ? warn : "", warn ? "; " : "",
+			     ctl_or_dash(ctl_jstr(rm, "state")), ctl_or_dash(peer));
+}
+
+/* The READ flows other hosts' daemons registered here: this NIC sends
+ * their data. */
+static void show_remote(const json_t *remote, FILE *out)
+{
+	static const char *const head[] = { "PEER", "FLOW", "QPN", "LOCAL QPN", "CLASS", "WEIGHT",
+					    "ACTIVE", "SHARE" };
+	static const bool right[] = { false, true, true, true, false, true, false, true };
+	struct ctl_table t = { .ncols = 8, .head = head, .right = right };
+	const json_t *e;
+	size_t i;
+
+	if (!json_array_size(remote))
+		return;
+	fputs("\nremote READ flows served here (their data leaves this host's NIC):\n", out);
+	json_array_foreach(remote, i, e) {
+		ctl_table_add(&t, ctl_field_str(e, "peer"));
+		ctl_table_add(&t, ctl_field(e, "flow", ctl_fmt_plain));
+		ctl_table_add(&t, ctl_field(e, "qpn", ctl_fmt_plain));
+		ctl_table_add(&t, ctl_field(e, "local_qpn", ctl_fmt_plain));
+		ctl_table_add(&t, ctl_field_str(e, "class"));
+		ctl_table_add(&t, ctl_field(e, "weight", ctl_fmt_plain));
+		ctl_table_add(&t, ctl_xasprintf("%s", json_is_true(json_object_get(e, "active"))
+							      ? "yes" : "no"));
+		ctl_table_add(&t, ctl_field(e, "share_bps", ctl_fmt_rate));
+	}
+	ctl_table_print(&t, out);
+}
+
 void ctl_show_flows(const json_t *reply, FILE *out)
 {
 	static const char *const head[] = { "ID",    "PID", "COMM",   "CLASS", "DEVICE", "QPN",
@@ -237,6 +309,7 @@ void ctl_show_flows(const json_t *reply, FILE *out)
 
 	if (!json_array_size(flows)) {
 		fputs("no flows\n", out);
+		show_remote(json_object_get(reply, "remote"), out);
 		return;
 	}
 	json_array_foreach(flows, i, fl) {
@@ -261,9 +334,10 @@ void ctl_show_flows(const json_t *reply, FILE *out)
 			ctl_table_add(
 			    &t, ctl_xasprintf("unmanaged%s%s", warn ? "; " : "", warn ? warn : ""));
 		else
-			ctl_table_add(&t, ctl_xasprintf("%s", ctl_or_dash(warn)));
+			ctl_table_add(&t, remote_note(json_object_get(fl, "remote"), warn));
 	}
 	ctl_table_print(&t, out);
+	show_remote(json_object_get(reply, "remote"), out);
 }
 
 /* ------------------------------------------------------------ set, version */

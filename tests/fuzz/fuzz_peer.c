@@ -10,6 +10,11 @@
  *   make build/fuzz/fuzz_peer
  *   build/fuzz/fuzz_peer -max_total_time=60 tests/fuzz/corpus/peer
  *
+ * Remote READ control's operations (daemon/rreadmsg.c, rreadtab.c:
+ * remote_open, remote_close, remote_grants) are served as the daemon serves
+ * them, into a responder's table that must stay within its bounds and
+ * forget the connection's flows when it closes.
+ *
  * The first input byte chooses the setting (bit 0: we dialled, bit 1: the
  * session is up, bit 2: with a shared secret); the rest is split into lines. */
 #include "../../common/log.c"
@@ -20,6 +25,8 @@
 #include "../../daemon/peerauth.c"
 #include "../../daemon/peerconn.c"
 #include "../../daemon/peermsg.c"
+#include "../../daemon/rreadmsg.c"
+#include "../../daemon/rreadtab.c"
 
 #include <sys/socket.h>
 
@@ -38,6 +45,63 @@ static void h_fail(struct peer_ctx *c, struct peer *p, const struct peer_req *rq
 		   void *arg)
 {
 	peer_reply_error(c, rq, "no", "%s", "failed");
+}
+
+static struct rread_tab rtab;
+
+/* remote_open, remote_close: as rread.c serves them */
+static void h_rread(struct peer_ctx *c, struct peer *p, const struct peer_req *rq, json_t *args,
+		    void *arg)
+{
+	const char *code;
+	json_t *result;
+	char msg[200];
+
+	if (rreadtab_serve(&rtab, p->serial, p, p->name, arg, args, 1000, &result, &code, msg,
+			   sizeof(msg))) {
+		CHECK(result == NULL && memchr(msg, 0, sizeof(msg)));
+		peer_reply_error(c, rq, code, "%s", msg);
+		return;
+	}
+	peer_reply(c, rq, result);
+}
+
+/* remote_grants: checked, each entry in range */
+static void h_grants(struct peer_ctx *c, struct peer *p, const struct peer_req *rq, json_t *args,
+		     void *arg)
+{
+	struct rread_grant g[RREAD_GRANTS_MAX];
+	char err[160];
+	size_t n = SIZE_MAX;
+
+	if (rreadmsg_parse_grants(args, g, &n, err, sizeof(err))) {
+		CHECK(n == 0);
+		peer_reply_error(c, rq, "bad_request", "%s", err);
+		return;
+	}
+	CHECK(n <= RREAD_GRANTS_MAX);
+	for (size_t i = 0; i < n; i++)
+		CHECK(g[i].flow >= 1 && g[i].rate_bps <= RREAD_RATE_MAX);
+	peer_reply(c, rq, json_object());
+}
+
+/* The table: within its bounds, its counts adding up. */
+static void check_table(void)
+{
+	size_t sum = 0;
+
+	CHECK(rtab.n_conns <= RREAD_MAX_CONNS && rtab.total <= RREAD_MAX_TOTAL);
+	for (size_t i = 0; i < rtab.n_conns; i++) {
+		CHECK(rtab.conns[i]->n >= 1 && rtab.conns[i]->n <= RREAD_MAX_PER_CONN);
+		for (size_t j = 0; j < rtab.conns[i]->n; j++) {
+			const struct rread_open *o = &rtab.conns[i]->e[j].o;
+
+			CHECK(o->flow >= 1 && o->qpn <= 0xffffff && o->peer_qpn <= 0xffffff);
+			CHECK(o->weight >= 1 && o->weight <= RREAD_WEIGHT_MAX);
+		}
+		sum += rtab.conns[i]->n;
+	}
+	CHECK(sum == rtab.total);
 }
 
 static void ignore(struct peer_ctx *c, struct peer *p, json_t *result, const char *code,
@@ -86,6 +150,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pc.lfd = -1;
 		peer_handle(&pc, "echo", h_echo, NULL);
 		peer_handle(&pc, "fail", h_fail, NULL);
+		peer_handle(&pc, RREAD_OP_OPEN, h_rread, (void *)(uintptr_t)RREAD_OP_OPEN);
+		peer_handle(&pc, RREAD_OP_CLOSE, h_rread, (void *)(uintptr_t)RREAD_OP_CLOSE);
+		peer_handle(&pc, RREAD_OP_GRANTS, h_grants, NULL);
 	}
 	if (!size || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
 		return 0;
@@ -131,8 +198,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			handle_line(&p, line, (size_t)(nl - line));
 	}
 	check_output(sv[1], pc.have_secret && (data[0] & 2));
+	check_table();
 	if (p.state != PEER_DOWN)
 		peerconn_close(&p, "done");
+	/* the connection is gone: so are its remote flows (rread.c's listener) */
+	rreadtab_drop(&rtab, 1); /* (p.serial, which closing zeroed) */
+	CHECK(rtab.total == 0 && rtab.n_conns == 0);
 	ev_timer_stop(loop, &p.tw);
 	free(copy);
 	close(sv[1]);

@@ -16,6 +16,7 @@
 
 #include "../../daemon/controller.h"
 #include "../../daemon/justitiad.h"
+#include "../../daemon/rread.h"
 #include "bucket.h"
 #include "clock.h"
 #include "log.h"
@@ -425,6 +426,81 @@ static void max_rate_sources(void **state)
 	}
 }
 
+/* Remote READ control in the step (rread.h): the READ flows another host's
+ * daemon registered here count in L'/B'/T' and get their share of the
+ * tokens next to the local flows; gone with their connection, they count
+ * no more.  A local flow its responder limits is published at the lower
+ * rate, and paced whatever the pace mode. */
+static void remote_read_counted(void **state)
+{
+	static struct rread rr;
+	struct rread_open o1 = { .flow = 1, .cls = FLOW_CLASS_BANDWIDTH, .qpn = 5, .peer_qpn = 6,
+				 .weight = 1, .active = true };
+	struct rread_open o2 = o1;
+	uint64_t now = daemon_now_ns(), sum = 0;
+	uint32_t bw0;
+	char why[160];
+	int err;
+	struct proc *p = flows_proc_new(&d.flows, 300, 0, "reader", &err);
+	struct flow *f;
+
+	assert_int_equal(rread_init(&rr, &d), 0);
+	d.rread = &rr;
+	now = periods(now, 2);
+	bw0 = c.n.bw;
+	o2.flow = 2;
+	o2.active = false;
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "b:7471", &o1, now, why, sizeof(why)), 0);
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "b:7471", &o2, now, why, sizeof(why)), 0);
+	now = periods(now, 2);
+	assert_int_equal(c.n_remote, 2);
+	assert_int_equal(c.n.bw, bw0 + 1); /* the active one counts in B' */
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t r = rr.tab.conns[0]->e[i].rate_bps;
+
+		if (c.pace_mode == JST_PACE_OFF) {
+			assert_int_equal(r, 0);
+		} else {
+			assert_true(r > 0 && r <= MAXRATE + 1);
+		}
+	}
+	/* the active flows' shares, local and remote, stay within SafeUtil */
+	if (c.pace_mode == JST_PACE_PROTECT) {
+		for (size_t i = 0; i < c.cap && c.fp && i < d.flows.n_gslots; i++) {
+			struct flow *g = d.flows.by_gslot[i];
+
+			if (g && g->active && g->cls == FLOW_CLASS_BANDWIDTH)
+				sum += g->rate_bps;
+		}
+		sum += rr.tab.conns[0]->e[0].rate_bps;
+		assert_true(sum <= c.aimd.safe_util_bps + 2);
+	}
+	/* the connection goes: they count no more */
+	assert_int_equal(rreadtab_drop(&rr.tab, 9), 2);
+	now = periods(now, 2);
+	assert_int_equal(c.n_remote, 0);
+	assert_int_equal(c.n.bw, bw0);
+
+	/* requester: a READ flow its responder grants 1 Mbit/s */
+	f = reg(p, "tst0", "bandwidth", 77, 1);
+	f->reads = true;
+	f->remote.state = FLOW_REMOTE_REGISTERED;
+	f->remote.serial = 1;
+	f->remote.grant_bps = 1000000;
+	flows_publish(&d.flows, f);
+	/* (no channel here: the registrations' sync would find no responder) */
+	rr.last_sync_ns = sim_now > daemon_now_ns() ? sim_now : daemon_now_ns();
+	now = periods(now, 2);
+	assert_int_equal(atomic_load(&slot(f)->rate_bps), 1000000);
+	assert_int_equal(atomic_load(&slot(f)->flags), JST_F_PACE | JST_F_SPLIT);
+	f->remote.state = FLOW_REMOTE_UNMANAGED;
+	f->remote.grant_bps = 0;
+	now = periods(now, 2);
+	assert_true(atomic_load(&slot(f)->rate_bps) != 1000000);
+	rread_fini(&rr);
+	d.rread = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +511,7 @@ int main(void)
 		cmocka_unit_test(trace),
 		cmocka_unit_test(calibrate_arguments),
 		cmocka_unit_test(max_rate_sources),
+		cmocka_unit_test(remote_read_counted),
 	};
 
 	log_init("test_controller", LOG_LVL_ERROR, 0);

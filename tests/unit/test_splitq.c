@@ -91,15 +91,15 @@ static void by_any_address(void **state)
 		set_peer(&b, "127.0.0.1", a.pc.listen_port);
 		set_peer(&a, names[i], b.pc.listen_port);
 		pump_until_up(&a, &b);
-		p = peer_for_gid(&a.d, GID_LOCAL);
+		p = splitq_peer_for_gid(&a.d, GID_LOCAL);
 		if (!p)
 			fail_msg("peer configured as \"%s\" not found for GID %s", names[i],
 				 GID_LOCAL);
 		assert_int_equal(p->state, PEER_UP);
 		/* another host's GID is nobody's */
-		assert_null(peer_for_gid(&a.d, "0000:0000:0000:0000:0000:ffff:0a00:0001"));
-		assert_null(peer_for_gid(&a.d, "fe80:0000:0000:0000:0000:0000:0000:0001"));
-		assert_null(peer_for_gid(&a.d, "not a gid"));
+		assert_null(splitq_peer_for_gid(&a.d, "0000:0000:0000:0000:0000:ffff:0a00:0001"));
+		assert_null(splitq_peer_for_gid(&a.d, "fe80:0000:0000:0000:0000:0000:0000:0001"));
+		assert_null(splitq_peer_for_gid(&a.d, "not a gid"));
 		box_fini(&a);
 		box_fini(&b);
 	}
@@ -115,8 +115,8 @@ static void literal_not_up(void **state)
 	(void)state;
 	box_init(&a, 300);
 	set_peer(&a, "fd00::17", 9);
-	assert_non_null(peer_for_gid(&a.d, "fd00:0000:0000:0000:0000:0000:0000:0017"));
-	assert_null(peer_for_gid(&a.d, GID_LOCAL));
+	assert_non_null(splitq_peer_for_gid(&a.d, "fd00:0000:0000:0000:0000:0000:0000:0017"));
+	assert_null(splitq_peer_for_gid(&a.d, GID_LOCAL));
 	box_fini(&a);
 }
 

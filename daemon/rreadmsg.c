@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/* Remote READ control's messages (see rreadmsg.h): every byte comes from
+ * another host, so each member is checked for presence, type and range
+ * before anything is taken from it.
+ * May call: nothing of the daemon (config.h for its enum only): the peer
+ * channel's fuzzer links it alone. */
+#include "rreadmsg.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "shm_abi.h"
+
+static const char *const class_names[] = { JST_CLASS_NAME_LIST };
+
+const char *rreadmsg_class_name(int cls)
+{
+	return cls >= 0 && cls < JST_CLASS_COUNT ? class_names[cls] : "?";
+}
+
+static int bad(char *err, size_t errlen, const char *what)
+{
+	snprintf(err, errlen, "%s", what);
+	return -EINVAL;
+}
+
+static int check_kind(const char *kind, char *err, size_t errlen)
+{
+	if (strcmp(kind, RREAD_KIND_READ)) {
+		snprintf(err, errlen, "kind \"%.32s\" is not \"%s\"", kind, RREAD_KIND_READ);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t errlen)
+{
+	json_int_t flow, qpn, pqpn, weight;
+	const char *kind, *cls;
+	json_error_t je;
+	int active;
+
+	if (json_unpack_ex(args, &je, JSON_STRICT, "{s:s, s:I, s:s, s:I, s:I, s:I, s:b}", "kind",
+			   &kind, "flow", &flow, "class", &cls, "qpn", &qpn, "peer_qpn", &pqpn,
+			   "weight", &weight, "active", &active))
+		return bad(err, errlen, je.text);
+	if (check_kind(kind, err, errlen))
+		return -EINVAL;
+	if (flow < 1 || flow > UINT32_MAX)
+		return bad(err, errlen, "flow must be 1..4294967295");
+	if (qpn < 0 || qpn > 0xffffff || pqpn < 0 || pqpn > 0xffffff)
+		return bad(err, errlen, "qpn and peer_qpn must be QP numbers (0..16777215)");
+	if (weight < 1 || weight > RREAD_WEIGHT_MAX)
+		return bad(err, errlen, "weight must be 1..1000");
+	if (strcmp(cls, class_names[FLOW_CLASS_BANDWIDTH]))
+		return bad(err, errlen, "class must be \"bandwidth\"");
+	*o = (struct rread_open){ .flow = (uint32_t)flow, .cls = FLOW_CLASS_BANDWIDTH,
+				  .qpn = (uint32_t)qpn, .peer_qpn = (uint32_t)pqpn,
+				  .weight = (uint32_t)weight, .active = active };
+	return 0;
+}
+
+int rreadmsg_parse_close(json_t *args, uint32_t *flow, char *err, size_t errlen)
+{
+	const char *kind;
+	json_error_t je;
+	json_int_t f;
+
+	if (json_unpack_ex(args, &je, JSON_STRICT, "{s:s, s:I}", "kind", &kind, "flow", &f))
+		return bad(err, errlen, je.text);
+	if (check_kind(kind, err, errlen))
+		return -EINVAL;
+	if (f < 1 || f > UINT32_MAX)
+		return bad(err, errlen, "flow must be 1..4294967295");
+	*flow = (uint32_t)f;
+	return 0;
+}
+
+int rreadmsg_parse_grants(json_t *args, struct rread_grant *g, size_t *n, char *err,
+			  size_t errlen)
+{
+	const char *kind;
+	json_error_t je;
+	json_t *arr, *e;
+	size_t i;
+
+	*n = 0;
+	if (json_unpack_ex(args, &je, JSON_STRICT, "{s:s, s:o}", "kind", &kind, "grants", &arr))
+		return bad(err, errlen, je.text);
+	if (check_kind(kind, err, errlen))
+		return -EINVAL;
+	if (!json_is_array(arr) || json_array_size(arr) > RREAD_GRANTS_MAX) {
+		snprintf(err, errlen, "grants must be an array of at most %d", RREAD_GRANTS_MAX);
+		return -EINVAL;
+	}
+	json_array_foreach(arr, i, e) {
+		json_t *f = json_array_get(e, 0), *r = json_array_get(e, 1);
+		json_int_t fv, rv;
+
+		if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_integer(f) ||
+		    !json_is_integer(r)) {
+			snprintf(err, errlen, "grants[%zu] is not [flow, rate_bps]", i);
+			return -EINVAL;
+		}
+		fv = json_integer_value(f);
+		rv = json_integer_value(r);
+		if (fv < 1 || fv > UINT32_MAX || rv < 0 || (uint64_t)rv > RREAD_RATE_MAX) {
+			snprintf(err, errlen, "grants[%zu]: flow 1..4294967295, rate_bps 0..%llu", i,
+				 RREAD_RATE_MAX);
+			return -EINVAL;
+		}
+		g[i] = (struct rread_grant){ .flow = (uint32_t)fv, .rate_bps = (uint64_t)rv };
+	}
+	*n = i;
+	return 0;
+}
+
+json_t *rreadmsg_open(const struct rread_open *o)
+{
+	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:b}", "kind", RREAD_KIND_READ, "flow",
+			 (json_int_t)o->flow, "class", rreadmsg_class_name(o->cls),
+			 "qpn", (json_int_t)o->qpn, "peer_qpn", (json_int_t)o->peer_qpn, "weight",
+			 (json_int_t)o->weight, "active", o->active);
+}
+
+json_t *rreadmsg_close(uint32_t flow)
+{
+	return json_pack("{s:s, s:I}", "kind", RREAD_KIND_READ, "flow", (json_int_t)flow);
+}
+
+json_t *rreadmsg_grants(const struct rread_grant *g, size_t n)
+{
+	json_t *arr = json_array(), *r;
+
+	if (!arr)
+		return NULL;
+	for (size_t i = 0; i < n && i < RREAD_GRANTS_MAX; i++)
+		if (json_array_append_new(arr, json_pack("[I, I]", (json_int_t)g[i].flow,
+							 (json_int_t)g[i].rate_bps))) {
+			json_decref(arr);
+			return NULL;
+		}
+	r = json_pack("{s:s, s:o}", "kind", RREAD_KIND_READ, "grants", arr);
+	return r;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* The responder's side of remote READ control: the READ flows other hosts'
+ * daemons registered here (docs/peer-protocol.md section 5.4), grouped by
+ * the channel connection that registered them, each with the share this
+ * daemon's controller grants it.  The controller counts them with its own
+ * flows (L'/B'/T', tokens.c, aimd.c); a connection that goes away takes its
+ * flows with it (no stale reservations).  Bounded: RREAD_MAX_PER_CONN flows
+ * per connection, RREAD_MAX_CONNS connections, RREAD_MAX_TOTAL in all.
+ * Pure: no channel, no I/O (rread.c wires it to the channel). */
+#ifndef JUSTITIAD_RREADTAB_H
+#define JUSTITIAD_RREADTAB_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aimd.h"
+#include "rreadmsg.h"
+#include "tokens.h"
+
+#define RREAD_MAX_PER_CONN 256
+#define RREAD_MAX_CONNS 16
+#define RREAD_MAX_TOTAL 1024
+/* A share that moved less than 1/RREAD_CHANGE of itself is not news. */
+#define RREAD_CHANGE 32
+
+struct rread_entry {
+	struct rread_open o;
+	uint64_t rate_bps;            /* its share after the last step, 0: not limited */
+	uint64_t sent_bps;            /* what its requester was told last */
+	bool sent;                    /* told anything yet */
+	uint64_t since_ns;            /* registered */
+};
+
+struct rread_conn {
+	uint64_t serial;              /* the channel connection's */
+	void *peer;                   /* that connection (struct peer *), opaque here */
+	char name[96];                /* "address:port", for status and logs */
+	uint64_t last_sent_ns;        /* its last remote_grants */
+	unsigned inflight;            /* remote_grants not answered yet */
+	size_t n;
+	struct rread_entry e[RREAD_MAX_PER_CONN];
+};
+
+struct rread_tab {
+	struct rread_conn *conns[RREAD_MAX_CONNS];
+	size_t n_conns, total;
+	uint64_t opened, closed, dropped; /* flows registered, closed, dropped with their conn */
+	uint64_t refused;             /* remote_open turned away (limits) */
+	uint64_t grants_sent;         /* remote_grants messages */
+	char last_refusal[160];
+};
+
+/* Register or update (same connection, same flow) @o.  0 new, 1 updated,
+ * -ENOSPC over a limit (why in @why), -ENOMEM. */
+int rreadtab_open(struct rread_tab *t, uint64_t serial, void *peer, const char *name,
+		  const struct rread_open *o, uint64_t now, char *why, size_t whylen);
+/* 0, or -ENOENT: no such flow of that connection. */
+int rreadtab_close(struct rread_tab *t, uint64_t serial, uint32_t flow);
+/* The connection went away: forget its flows.  How many there were. */
+size_t rreadtab_drop(struct rread_tab *t, uint64_t serial);
+void rreadtab_fini(struct rread_tab *t);
+
+/* Append one tokens and one aimd entry per remote flow (each its own
+ * application, numbered from @app0) to @tf and @af; how many (at most
+ * t->total, which the caller has room for). */
+size_t rreadtab_fill(const struct rread_tab *t, struct tokens_flow *tf, struct aimd_flow *af,
+		     uint32_t app0);
+/* The shares the controller computed for those entries (same order). */
+void rreadtab_set_rates(struct rread_tab *t, const struct tokens_flow *tf, size_t n);
+/* Is a remote_grants due on @c at @now: a share changed (RREAD_CHANGE) or
+ * was never sent, none in flight, and @min_ns since the last one. */
+bool rreadtab_due(const struct rread_conn *c, uint64_t now, uint64_t min_ns);
+/* Up to RREAD_GRANTS_MAX shares of @c's flows from index @from into @g;
+ * how many. */
+size_t rreadtab_grants(const struct rread_conn *c, size_t from, struct rread_grant *g);
+/* Everything of @c was sent at @now. */
+void rreadtab_sent(struct rread_conn *c, uint64_t now);
+struct rread_conn *rreadtab_conn(struct rread_tab *t, uint64_t serial);
+
+/* The requests of a peer daemon on connection @serial: RREAD_OP_OPEN and
+ * RREAD_OP_CLOSE.  0 and *@result (an object) on success; else an error
+ * @code ("bad_request", "limit", "not_found", "internal") and @msg. */
+int rreadtab_serve(struct rread_tab *t, uint64_t serial, void *peer, const char *name,
+		   const char *op, json_t *args, uint64_t now, json_t **result, const char **code,
+		   char *msg, size_t msglen);
+
+/* status: {"flows": N, "refused": N, ..., "entries": [...]} */
+json_t *rreadtab_json(const struct rread_tab *t, uint64_t now);
+
+#endif

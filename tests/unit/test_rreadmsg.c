@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of daemon/rreadmsg.c, remote READ control's messages: what is
+ * built parses back the same; each member missing, extra, of the wrong type
+ * or out of range is refused with a reason; at most RREAD_GRANTS_MAX grants
+ * in one message, and the largest one fits a sealed line.
+ * #includes rreadmsg.c and links the daemon's other objects. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdlib.h>
+
+#include "../../daemon/rreadmsg.c"
+#include "../../daemon/peertypes.h"
+
+uint64_t daemon_now_ns(void);
+uint64_t daemon_now_ns(void)
+{
+	return 0;
+}
+
+static int parse_open(const char *s, struct rread_open *o)
+{
+	char err[160];
+	json_t *j = json_loads(s, 0, NULL);
+	int rc;
+
+	assert_non_null(j);
+	rc = rreadmsg_parse_open(j, o, err, sizeof(err));
+	if (rc)
+		assert_true(err[0]);
+	json_decref(j);
+	return rc;
+}
+
+static void open_roundtrip_and_bounds(void **state)
+{
+	struct rread_open o = { .flow = 4294967295u, .cls = FLOW_CLASS_BANDWIDTH, .qpn = 0xffffff,
+				.peer_qpn = 0, .weight = 1000, .active = true }, back;
+	json_t *j = rreadmsg_open(&o);
+	char err[160];
+
+	assert_int_equal(rreadmsg_parse_open(j, &back, err, sizeof(err)), 0);
+	assert_true(o.flow == back.flow && o.cls == back.cls && o.qpn == back.qpn &&
+		    o.peer_qpn == back.peer_qpn && o.weight == back.weight &&
+		    o.active == back.active);
+	json_decref(j);
+#define OPEN(flow, cls, qpn, pqpn, w, act) \
+	"{\"kind\":\"read\",\"flow\":" flow ",\"class\":\"" cls "\",\"qpn\":" qpn \
+	",\"peer_qpn\":" pqpn ",\"weight\":" w ",\"active\":" act "}"
+	assert_int_equal(parse_open(OPEN("1", "bandwidth", "1", "2", "1", "false"), &back), 0);
+	assert_false(back.active);
+	assert_int_equal(parse_open(OPEN("0", "bandwidth", "1", "2", "1", "true"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPEN("4294967296", "bandwidth", "1", "2", "1", "true"), &back),
+			 -EINVAL);
+	assert_int_equal(parse_open(OPEN("1", "throughput", "1", "2", "1", "true"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPEN("1", "bogus", "1", "2", "1", "true"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPEN("1", "bandwidth", "-1", "2", "1", "true"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPEN("1", "bandwidth", "1", "16777216", "1", "true"), &back),
+			 -EINVAL);
+	assert_int_equal(parse_open(OPEN("1", "bandwidth", "1", "2", "0", "true"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPEN("1", "bandwidth", "1", "2", "1.5", "true"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPEN("1", "bandwidth", "1", "2", "1", "\"yes\""), &back),
+			 -EINVAL);
+	assert_int_equal(parse_open("{\"kind\":\"read\",\"flow\":1}", &back), -EINVAL);
+	assert_int_equal(parse_open("[]", &back), -EINVAL);
+	/* 2^32 + 3 is not 3 */
+	assert_int_equal(parse_open(OPEN("4294967299", "bandwidth", "1", "2", "1", "true"), &back),
+			 -EINVAL);
+}
+
+static void close_bounds(void **state)
+{
+	char err[160];
+	uint32_t f = 0;
+	json_t *j = rreadmsg_close(77);
+
+	assert_int_equal(rreadmsg_parse_close(j, &f, err, sizeof(err)), 0);
+	assert_int_equal(f, 77);
+	json_object_set_new(j, "more", json_true());
+	assert_int_equal(rreadmsg_parse_close(j, &f, err, sizeof(err)), -EINVAL);
+	json_decref(j);
+	j = json_pack("{s:s, s:I}", "kind", "incast", "flow", (json_int_t)1);
+	assert_int_equal(rreadmsg_parse_close(j, &f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "kind"));
+	json_decref(j);
+}
+
+static void grants_bounds(void **state)
+{
+	struct rread_grant g[RREAD_GRANTS_MAX + 1], back[RREAD_GRANTS_MAX];
+	size_t n;
+	char err[160], *line;
+	json_t *j, *m;
+
+	for (size_t i = 0; i <= RREAD_GRANTS_MAX; i++)
+		g[i] = (struct rread_grant){ .flow = 4294967295u - (uint32_t)i,
+					     .rate_bps = RREAD_RATE_MAX - i };
+	j = rreadmsg_grants(g, RREAD_GRANTS_MAX + 1); /* builds at most the maximum */
+	assert_int_equal(json_array_size(json_object_get(j, "grants")), RREAD_GRANTS_MAX);
+	assert_int_equal(rreadmsg_parse_grants(j, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, RREAD_GRANTS_MAX);
+	for (size_t i = 0; i < n; i++)
+		assert_true(g[i].flow == back[i].flow && g[i].rate_bps == back[i].rate_bps);
+	/* the largest message, as a request on the wire, fits a sealed line */
+	m = json_pack("{s:i, s:s, s:I, s:s, s:O}", "v", 2, "type", "req", "id",
+		      (json_int_t)INT64_MAX, "op", RREAD_OP_GRANTS, "args", j);
+	line = json_dumps(m, JSON_COMPACT);
+	assert_true(strlen(line) <= PEER_MAX_PLAIN);
+	free(line);
+	json_decref(m);
+	/* one more is refused */
+	json_array_append_new(json_object_get(j, "grants"), json_pack("[i, i]", 1, 1));
+	assert_int_equal(rreadmsg_parse_grants(j, back, &n, err, sizeof(err)), -EINVAL);
+	json_decref(j);
+#define GR(s) json_loads("{\"kind\":\"read\",\"grants\":" s "}", 0, NULL)
+	{
+		static const char *const bad[] = { "[[0,1]]", "[[1,-1]]", "[[1,10000000000001]]",
+						   "[[1]]", "[[1,2,3]]", "[{\"flow\":1}]",
+						   "[[1,1.5]]", "{}", "[[\"1\",1]]" };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			j = json_loads(bad[i], 0, NULL);
+			m = json_pack("{s:s, s:o}", "kind", "read", "grants", j);
+			assert_int_equal(rreadmsg_parse_grants(m, back, &n, err, sizeof(err)), -EINVAL);
+			json_decref(m);
+		}
+	}
+	j = GR("[]");
+	assert_int_equal(rreadmsg_parse_grants(j, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 0);
+	json_decref(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(open_roundtrip_and_bounds),
+		cmocka_unit_test(close_bounds),
+		cmocka_unit_test(grants_bounds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
