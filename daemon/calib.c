@@ -171,7 +171,7 @@ static void on_open(struct refflow *rf, struct ref_session *s, int err, const ch
 		snprintf(c->refused, sizeof(c->refused), "%s", msg ? msg : strerror(-err));
 	else if (!err)
 		c->qps_up++;
-	if (c->replies == c->qps_req)
+	if (c->replies == c->qps_req && !c->opening)
 		begin(c);
 }
 
@@ -216,14 +216,18 @@ int calib_start(struct calib *c, unsigned duration_ms, unsigned qps)
 	c->state = CALIB_RUNNING;
 	c->error[0] = 0;
 	refflow_pause(c->rf, true);
-	/* replies come from the event loop, after this: all are counted first */
-	for (unsigned i = 0; i < n; i++) {
+	/* Replies come from the event loop, or at once when the connection
+	 * fails while asking (then for every request pending on it): the
+	 * measurement begins when all are in, not before all were asked. */
+	c->opening = true;
+	for (unsigned i = 0; i < n && c->state == CALIB_RUNNING; i++) {
 		rc = refflow_open_session(c->rf, &c->s[i], CALIB_MSG_BYTES, c->depth, on_open,
 					  on_wc, c);
 		if (rc)
 			break;
 		c->qps_req++;
 	}
+	c->opening = false;
 	if (!c->qps_req) {
 		refflow_pause(c->rf, false);
 		c->state = CALIB_FAILED;
@@ -237,6 +241,8 @@ int calib_start(struct calib *c, unsigned duration_ms, unsigned qps)
 	log_info("calibration started (%u ms, %u QPs, %u WRITEs of %u KiB outstanding on each)",
 		 duration_ms ? duration_ms : CALIB_DEFAULT_MS, c->qps_req, c->depth,
 		 CALIB_MSG_BYTES >> 10);
+	if (c->state == CALIB_RUNNING && c->replies == c->qps_req)
+		begin(c); /* all answered already (failed) */
 	return 0;
 }
 

@@ -45,7 +45,7 @@ struct calib {
 	unsigned replies, qps_up;       /* ref_open replies so far; sessions up */
 	char refused[120];              /* why the first session that did not open */
 	ev_timer end_w;
-	bool posting, draining;
+	bool opening, posting, draining;
 	uint64_t duration_ns, t_start, t_last, bytes, outstanding;
 	/* the last result */
 	uint64_t rate_bps;
