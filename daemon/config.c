@@ -415,6 +415,8 @@ static const struct field reference_fields[] = {
 	{ "poll_us", T_INT, AT(struct config_reference, poll_us), 0, 100000 },
 	{ "always_on", T_BOOL, AT(struct config_reference, always_on) },
 	{ "loopback_correction", T_BOOL, AT(struct config_reference, loopback_correction) },
+	{ "calibration_qps", T_INT, AT(struct config_reference, calibration_qps), 1,
+	  CONFIG_CALIB_MAX_QPS },
 };
 SECTION(reference, 0, NULL, check_reference);
 
@@ -490,7 +492,7 @@ void config_init_defaults(struct config *c)
 			    .max_request_bytes = 64 * KiB },
 		.reference = { .listen_port = PEER_PORT,
 			       .period_us = 500, .window = 10000, .max_age_ms = 1000,
-			       .poll_us = 100 },
+			       .poll_us = 100, .calibration_qps = CONFIG_CALIB_DEFAULT_QPS },
 		.controller = { .target99_us = 100, .unattainable_delta_ms = 5000,
 				.stale_ms = 50, .cpu_alpha = 0.5 },
 		.tokens = { .bytes = 1 * MiB },

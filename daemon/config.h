@@ -24,6 +24,9 @@
 #define CONFIG_MAX_PEERS    64
 #define CONFIG_MAX_APPS	    1024
 #define CONFIG_MAX_TENANTS  1024
+/* justctl calibrate: QPs at once to the reference peer (reference.calibration_qps) */
+#define CONFIG_CALIB_MAX_QPS 16
+#define CONFIG_CALIB_DEFAULT_QPS 8
 
 enum flow_class { FLOW_CLASS_LATENCY, FLOW_CLASS_THROUGHPUT, FLOW_CLASS_BANDWIDTH };
 
@@ -98,6 +101,7 @@ struct config_reference {
 	uint32_t poll_us;           /* poll a probe's CQ this long before waiting */
 	bool always_on;
 	bool loopback_correction;
+	uint32_t calibration_qps;   /* QPs of a calibration, each with its own WRITEs */
 };
 
 struct config_controller {

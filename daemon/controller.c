@@ -384,6 +384,7 @@ static void calib_done(struct calib *cal, void *arg)
 	if (cal->state == CALIB_DONE && !strcmp(cal->device, c->dev) && cal->port == c->port) {
 		c->calib_bps = cal->rate_bps;
 		c->calib_at = cal->measured_at;
+		c->calib_qps = cal->qps;
 	}
 }
 
@@ -474,21 +475,24 @@ void ctrl_reconfigure(struct ctrl *c)
 
 json_t *ctrl_calibrate(struct ctrl *c, json_t *req)
 {
-	json_int_t ms = CALIB_DEFAULT_MS;
+	json_int_t ms = CALIB_DEFAULT_MS, qps = 0;
 	const char *cmd;
 	json_error_t err;
 	json_t *id = NULL, *r;
 	int v, rc;
 
-	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?I}", "v", &v, "cmd", &cmd,
-			   "id", &id, "duration_ms", &ms))
+	if (json_unpack_ex(req, &err, JSON_STRICT, "{s:i, s:s, s?o, s?I, s?I}", "v", &v, "cmd",
+			   &cmd, "id", &id, "duration_ms", &ms, "qps", &qps))
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "%s", err.text);
 	if (ms < 100 || ms > 10000)
 		return proto_reply_error(req, PROTO_E_BAD_REQUEST,
 					 "duration_ms must be 100..10000");
+	if (json_object_get(req, "qps") && (qps < 1 || qps > CALIB_MAX_QPS))
+		return proto_reply_error(req, PROTO_E_BAD_REQUEST, "qps must be 1..%d",
+					 CALIB_MAX_QPS);
 	if (!c->ref_ok)
 		return proto_reply_error(req, PROTO_E_NOT_FOUND, "no peer channel");
-	rc = calib_start(&c->cal, (unsigned)ms);
+	rc = calib_start(&c->cal, (unsigned)ms, (unsigned)qps);
 	if (rc == -EBUSY)
 		return proto_reply_error(req, PROTO_E_LIMIT, "a calibration is running");
 	if (rc == -ENOTCONN)
@@ -497,7 +501,8 @@ json_t *ctrl_calibrate(struct ctrl *c, json_t *req)
 	if (rc)
 		return proto_reply_error(req, PROTO_E_INTERNAL, "calibration: %s", c->cal.error);
 	r = proto_reply_ok(req);
-	json_object_set_new(r, "calibration", json_pack("{s:s, s:I}", "state", "running",
-							"duration_ms", ms));
+	json_object_set_new(r, "calibration",
+			    json_pack("{s:s, s:I, s:i}", "state", "running", "duration_ms", ms,
+				      "qps", (int)c->cal.qps_req));
 	return r;
 }

@@ -77,6 +77,7 @@ struct ctrl {
 	uint32_t dev_gen;               /* bumped when the port changes (flow caches) */
 	uint64_t link_bps, calib_bps;
 	time_t calib_at;
+	unsigned calib_qps;             /* QPs of the stored calibration (0: not recorded) */
 	uint64_t max_rate_bps;
 	const char *max_rate_src;       /* "config", "calibrated", "link", "unknown" */
 	/* per step */

@@ -63,7 +63,8 @@ void ctrlport_resolve(struct ctrl *c)
 		log_warnx("controller: %s%s%s", c->dev, c->dev[0] ? ": " : "", err);
 	}
 	if (c->dev[0]) {
-		calib_load(cfg->state_dir, c->dev, c->port, &c->calib_bps, &c->calib_at);
+		calib_load(cfg->state_dir, c->dev, c->port, &c->calib_bps, &c->calib_at,
+			   &c->calib_qps);
 		if (c->calib_bps)
 			log_info("controller: %s port %u calibrated at %llu bit/s", c->dev, c->port,
 				 (unsigned long long)c->calib_bps);

@@ -85,10 +85,11 @@ static json_t *calib_json(const struct ctrl *c)
 	const struct calib *cal = &c->cal;
 	bool have = c->calib_bps != 0;
 
-	return json_pack("{s:s, s:o, s:o, s:o, s:o}", "state", calib_state_name(cal->state),
+	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "state", calib_state_name(cal->state),
 			 "max_rate_bps", jnull_or(c->calib_bps), "measured_at",
 			 have && c->calib_at ? json_integer((json_int_t)c->calib_at) : json_null(),
-			 "peer", cal->peer[0] ? json_string(cal->peer) : json_null(), "error",
+			 "qps", have ? jnull_or(c->calib_qps) : json_null(), "peer",
+			 cal->peer[0] ? json_string(cal->peer) : json_null(), "error",
 			 cal->error[0] ? json_string(cal->error) : json_null());
 }
 

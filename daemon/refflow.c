@@ -122,7 +122,7 @@ void refflow_set_device(struct refflow *rf, const char *name, unsigned port, int
 	snprintf(rf->want_dev, sizeof(rf->want_dev), "%s", name ? name : "");
 	rf->want_port = port;
 	rf->want_gid = gid_index;
-	if (rf->dev_open && !rf->resp && !rf->extra) {
+	if (rf->dev_open && !rf->resp && !rf->n_extra) {
 		/* reopen on the next start */
 		refprobe_stop(rf);
 		refflow_close_session(rf, &rf->s);

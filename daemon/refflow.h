@@ -31,15 +31,19 @@
 #include "rdma.h"
 
 #define REF_MSG_BYTES 10
-#define REF_MAX_BUF (4u << 20)          /* largest responder buffer (calibration) */
-#define REF_MAX_RESPONDERS 4            /* per connection */
-/* What peers may make this daemon register (pinned memory and QPs): a peer
- * host (all its connections together), and all peers together.  A
- * reference flow takes one small responder, a calibration one of REF_MAX_BUF. */
-#define REF_MAX_RESP_PER_HOST 4
-#define REF_MAX_RESP_BYTES_PER_HOST (2 * REF_MAX_BUF)
-#define REF_MAX_RESP_TOTAL 32
+#define REF_MAX_BUF (4u << 20)          /* largest responder buffer */
+#define REF_CALIB_BUF (1u << 20)        /* a calibration session's buffer */
+/* What peers may make this daemon register (pinned memory and QPs): a
+ * connection, a peer host (all its connections together), and all peers
+ * together.  A reference flow takes one small responder, a calibration up
+ * to CONFIG_CALIB_MAX_QPS of REF_CALIB_BUF at once (one per QP). */
+#define REF_MAX_RESPONDERS (CONFIG_CALIB_MAX_QPS + 4)   /* per connection */
+#define REF_MAX_RESP_PER_HOST REF_MAX_RESPONDERS
+#define REF_MAX_RESP_BYTES_PER_HOST (CONFIG_CALIB_MAX_QPS * REF_CALIB_BUF + REF_MAX_BUF)
+#define REF_MAX_RESP_TOTAL 64
 #define REF_MAX_RESP_BYTES_TOTAL (8 * REF_MAX_BUF)
+/* Extra endpoints of this daemon's own on the probes' device (calibration). */
+#define REF_MAX_EXTRA CONFIG_CALIB_MAX_QPS
 
 enum ref_state {
 	REF_OFF,                        /* not wanted (no latency flow, not always_on) */
@@ -68,7 +72,7 @@ struct ref_responder {
 };
 
 struct refflow;
-/* Completions of an extra endpoint (calibration). */
+/* Completions of the extra endpoints (calibration); wc->wr_id is the poster's. */
 typedef void (*ref_wc_fn)(struct refflow *rf, const struct ibv_wc *wc, uint64_t now_ns, void *arg);
 
 struct refflow {
@@ -110,10 +114,11 @@ struct refflow {
 	size_t n_resp;
 	size_t resp_bytes;               /* registered by all responders */
 	uint64_t resp_refused;           /* ref_open refused by a limit */
-	/* an extra endpoint on the same device (calibration) */
-	struct rdma_ep *extra;
-	ref_wc_fn extra_cb;
-	void *extra_arg;
+	/* extra endpoints on the same device (calibration's sessions) */
+	struct rdma_ep *extra[REF_MAX_EXTRA];
+	ref_wc_fn extra_cb[REF_MAX_EXTRA];
+	void *extra_arg[REF_MAX_EXTRA];
+	size_t n_extra;
 };
 
 /* Register the peer operations; nothing is opened yet.  @cfg must stay at
@@ -138,8 +143,9 @@ const char *refflow_state_name(enum ref_state s);
 const char *refflow_peer_name(const struct refflow *rf);
 
 /* For calibration: open a session with a @len-byte remote buffer and a send
- * queue of @depth on the probe's device and peer.  The reply comes to @cb
- * (0 or -errno); completions of the session go to @wc_cb. */
+ * queue of @depth on the probe's device and peer (up to REF_MAX_EXTRA at
+ * once, else -ENOSPC).  The reply comes to @cb (0 or -errno); completions
+ * of the session go to @wc_cb. */
 typedef void (*ref_open_fn)(struct refflow *rf, struct ref_session *s, int err, const char *msg,
 			    void *arg);
 int refflow_open_session(struct refflow *rf, struct ref_session *s, size_t len, unsigned depth,

@@ -181,10 +181,11 @@ static void handle_wc(struct refflow *rf, struct rdma_ep *ep, const struct ibv_w
 	if (mine && now < rf->cur.t0)
 		now = clock_now_ns();
 
-	if (ep == rf->extra) {
-		rf->extra_cb(rf, wc, now, rf->extra_arg);
-		return;
-	}
+	for (size_t i = 0; i < rf->n_extra; i++)
+		if (ep == rf->extra[i]) {
+			rf->extra_cb[i](rf, wc, now, rf->extra_arg[i]);
+			return;
+		}
 	if (ep == &rf->lb_src) {
 		if (wc->status != IBV_WC_SUCCESS) {
 			log_warnx("loopback correction disabled: %s",
@@ -239,8 +240,9 @@ void refprobe_chan_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	poll_ep(rf, &rf->s.ep, now);
 	poll_ep(rf, &rf->lb_src, now);
-	if (rf->extra)
-		poll_ep(rf, rf->extra, now);
+	/* (a completion may close them all: n_extra is read again each time) */
+	for (size_t i = 0; i < rf->n_extra; i++)
+		poll_ep(rf, rf->extra[i], now);
 }
 
 uint64_t refflow_outstanding_ns(const struct refflow *rf, uint64_t now)

@@ -103,12 +103,24 @@ static void send_close(struct refflow *rf, uint64_t conn, json_int_t handle)
 	}
 }
 
+static void extra_del(struct refflow *rf, const struct rdma_ep *ep)
+{
+	for (size_t i = 0; i < rf->n_extra; i++)
+		if (rf->extra[i] == ep) {
+			size_t last = --rf->n_extra;
+
+			rf->extra[i] = rf->extra[last];
+			rf->extra_cb[i] = rf->extra_cb[last];
+			rf->extra_arg[i] = rf->extra_arg[last];
+			return;
+		}
+}
+
 void refflow_close_session(struct refflow *rf, struct ref_session *s)
 {
 	if (s->up || s->handle)
 		send_close(rf, s->conn, s->handle);
-	if (rf->extra == &s->ep)
-		rf->extra = NULL;
+	extra_del(rf, &s->ep);
 	if (s->ep.qp)
 		rdma_ep_destroy(&s->ep);
 	s->up = false;
@@ -174,6 +186,8 @@ int refflow_open_session(struct refflow *rf, struct ref_session *s, size_t len, 
 		p = peer_outgoing(rf->pc, rf->peer_idx);
 	if (!p || p->state != PEER_UP)
 		return -ENOTCONN;
+	if (s != &rf->s && rf->n_extra >= REF_MAX_EXTRA)
+		return -ENOSPC;
 	rc = refverbs_ensure_device(rf);
 	if (rc)
 		return rc;
@@ -187,17 +201,16 @@ int refflow_open_session(struct refflow *rf, struct ref_session *s, size_t len, 
 		return rc;
 	}
 	if (s != &rf->s) {
-		rf->extra = &s->ep;
-		rf->extra_cb = wc_cb;
-		rf->extra_arg = arg;
+		rf->extra[rf->n_extra] = &s->ep;
+		rf->extra_cb[rf->n_extra] = wc_cb;
+		rf->extra_arg[rf->n_extra++] = arg;
 	}
 	*op = (struct open_op){ .rf = rf, .s = s, .gen = s->gen, .cb = cb, .arg = arg };
 	args = json_pack("{s:o, s:I}", "ep", rdma_ep_info(&s->ep, false), "len", (json_int_t)len);
 	rc = peer_request(p, "ref_open", args, open_reply, op, OPEN_TIMEOUT_MS);
 	if (rc) {
 		free(op);
-		if (rf->extra == &s->ep)
-			rf->extra = NULL;
+		extra_del(rf, &s->ep);
 		rdma_ep_destroy(&s->ep);
 	}
 	return rc;

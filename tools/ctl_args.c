@@ -136,19 +136,33 @@ int ctl_build_set(int argc, char **argv, json_t *req, FILE *err)
 			       argv[1]);
 }
 
-/* calibrate [MS]: the daemon starts measuring and answers at once; justctl
- * then follows the measurement in status until it is over. */
+/* calibrate [--qps N] [MS]: the daemon starts measuring and answers at
+ * once; justctl then follows the measurement in status until it is over. */
 int ctl_build_calibrate(int argc, char **argv, json_t *req, FILE *err)
 {
-	uint64_t ms;
+	bool have_ms = false;
+	uint64_t v;
 
-	if (argc > 2)
-		return ctl_usage_error(err, "calibrate: expected at most one argument, MS");
-	if (argc == 2) {
-		if (ctl_parse_uint(argv[1], 100, 10000, &ms))
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--qps")) {
+			if (i + 1 >= argc)
+				return ctl_usage_error(err,
+						       "calibrate: --qps takes a count of QPs");
+			if (ctl_parse_uint(argv[i + 1], 1, CTL_CALIB_MAX_QPS, &v))
+				return ctl_usage_error(err,
+						       "calibrate: --qps takes 1..%d QPs, not '%s'",
+						       CTL_CALIB_MAX_QPS, argv[i + 1]);
+			ctl_set_new(req, "qps", json_integer((json_int_t)v));
+			i++;
+			continue;
+		}
+		if (have_ms)
+			return ctl_usage_error(err, "calibrate: expected at most one duration, MS");
+		if (ctl_parse_uint(argv[i], 100, 10000, &v))
 			return ctl_usage_error(
-			    err, "calibrate: '%s' is not a duration of 100..10000 ms", argv[1]);
-		ctl_set_new(req, "duration_ms", json_integer((json_int_t)ms));
+			    err, "calibrate: '%s' is not a duration of 100..10000 ms", argv[i]);
+		ctl_set_new(req, "duration_ms", json_integer((json_int_t)v));
+		have_ms = true;
 	}
 	return 0;
 }

@@ -12,6 +12,8 @@
 #include <stdio.h>
 
 #define EXIT_USAGE 2
+/* calibrate --qps: at most the daemon's CONFIG_CALIB_MAX_QPS */
+#define CTL_CALIB_MAX_QPS 16
 
 /* justctl's global options (-s, -j, -t) */
 struct ctl_opts {

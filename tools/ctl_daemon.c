@@ -57,10 +57,15 @@ int ctl_follow_calibrate(const struct ctl_opts *o, const char *path, FILE *out, 
 			} else if (done) {
 				char *rate = ctl_field(cal, "max_rate_bps", ctl_fmt_rate);
 				char *peer = ctl_field_str(cal, "peer");
+				char *qps = ctl_field(cal, "qps", ctl_fmt_plain);
+				bool have_qps = json_is_integer(json_object_get(cal, "qps"));
 
-				fprintf(out, "max rate: %s (measured against %s)\n", rate, peer);
+				fprintf(out, "max rate: %s (measured against %s%s%s%s)\n", rate,
+					peer, have_qps ? " over " : "", have_qps ? qps : "",
+					have_qps ? " QPs" : "");
 				free(rate);
 				free(peer);
+				free(qps);
 			}
 			if (!done) {
 				char *why = ctl_field_str(cal, "error");

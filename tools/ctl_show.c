@@ -90,7 +90,15 @@ static void show_controller(const json_t *c, FILE *out)
 		b = ctl_field(cal, "max_rate_bps", ctl_fmt_rate);
 		d = ctl_jstr(cal, "error") ? ctl_xasprintf(", error: %s", ctl_jstr(cal, "error"))
 				       : ctl_xasprintf("%s", "");
-		ctl_kv(out, "calibration:", ctl_xasprintf("%s, measured %s%s", a, b, d));
+		if (json_is_integer(json_object_get(cal, "qps"))) {
+			char *q = ctl_field(cal, "qps", ctl_fmt_plain);
+
+			ctl_kv(out, "calibration:",
+			       ctl_xasprintf("%s, measured %s over %s QPs%s", a, b, q, d));
+			free(q);
+		} else {
+			ctl_kv(out, "calibration:", ctl_xasprintf("%s, measured %s%s", a, b, d));
+		}
 		free(a);
 		free(b);
 		free(d);
@@ -384,10 +392,15 @@ void ctl_show_version(const json_t *reply, FILE *out)
 
 void ctl_show_calibrate(const json_t *reply, FILE *out)
 {
-	char *ms = ctl_field(json_object_get(reply, "calibration"), "duration_ms", ctl_fmt_plain);
+	const json_t *cal = json_object_get(reply, "calibration");
+	char *ms = ctl_field(cal, "duration_ms", ctl_fmt_plain);
+	char *qps = ctl_field(cal, "qps", ctl_fmt_plain);
+	bool have_qps = json_is_integer(json_object_get(cal, "qps"));
 
-	fprintf(out, "calibrating against the reference peer for %s ms...\n", ms);
+	fprintf(out, "calibrating against the reference peer for %s ms%s%s%s...\n", ms,
+		have_qps ? " over " : "", have_qps ? qps : "", have_qps ? " QPs" : "");
 	free(ms);
+	free(qps);
 	fflush(out);
 }
 

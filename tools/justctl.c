@@ -40,7 +40,7 @@ static const struct ctl_cmd {
 	  ctl_show_flows },
 	{ "set", NULL, NULL, ctl_build_set, ctl_show_set }, /* usage from ctl_settings[] */
 	{ "version", "", "justctl and justitiad versions", ctl_build_plain, ctl_show_version },
-	{ "calibrate", "[MS]", "measure the max rate against the reference peer (root)",
+	{ "calibrate", "[--qps N] [MS]", "measure the max rate against the reference peer (root)",
 	  ctl_build_calibrate, ctl_show_calibrate, ctl_follow_calibrate },
 	{ "metrics", "[--no-flows] [-o FILE]", "state in Prometheus text format (FILE: atomically)",
 	  ctl_build_metrics, NULL, NULL, ctl_run_metrics },

@@ -44,6 +44,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
 	assert_int_equal(a->reference.window, b->reference.window);
 	assert_int_equal(a->reference.always_on, b->reference.always_on);
 	assert_int_equal(a->reference.loopback_correction, b->reference.loopback_correction);
+	assert_int_equal(a->reference.calibration_qps, b->reference.calibration_qps);
 	assert_int_equal(a->controller.target99_us, b->controller.target99_us);
 	assert_int_equal(a->controller.additive_step_bps, b->controller.additive_step_bps);
 	assert_int_equal(a->controller.one_flow_per_app, b->controller.one_flow_per_app);
@@ -178,6 +179,7 @@ static void defaults(void **state)
 	assert_int_equal(c.reference.window, 10000);
 	assert_false(c.reference.always_on);
 	assert_false(c.reference.loopback_correction);
+	assert_int_equal(c.reference.calibration_qps, 8);
 	assert_int_equal(c.controller.target99_us, 100);
 	assert_int_equal(c.controller.additive_step_bps, 0);
 	assert_false(c.controller.one_flow_per_app);
@@ -310,6 +312,7 @@ static void full_file_round_trip(void **state)
 	assert_int_equal(c.reference.window, 20000);
 	assert_true(c.reference.always_on);
 	assert_true(c.reference.loopback_correction);
+	assert_int_equal(c.reference.calibration_qps, 12);
 	assert_int_equal(c.controller.target99_us, 50);
 	assert_int_equal(c.controller.additive_step_bps, 1500000000);
 	assert_true(c.controller.one_flow_per_app);

@@ -378,7 +378,36 @@ static void calibrate_arguments(void **state)
 			    "bad_request");
 	json_decref(r);
 	json_decref(req);
-	/* no peer channel at all */
+	/* qps: 1..CALIB_MAX_QPS */
+	for (int i = 0; i < 3; i++) {
+		static const int bad[] = { 0, CALIB_MAX_QPS + 1, -1 };
+
+		req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "qps", bad[i]);
+		r = ctrl_calibrate(&c, req);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
+								      "code")),
+				    "bad_request");
+		assert_non_null(strstr(json_string_value(json_object_get(
+					   json_object_get(r, "error"), "message")),
+				       "qps must be 1..16"));
+		json_decref(r);
+		json_decref(req);
+	}
+	req = json_pack("{s:i, s:s, s:s}", "v", 1, "cmd", "calibrate", "qps", "8");
+	r = ctrl_calibrate(&c, req);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
+							      "code")),
+			    "bad_request");
+	json_decref(r);
+	json_decref(req);
+	/* no peer channel at all (a valid qps gets that far) */
+	req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "qps", 1);
+	r = ctrl_calibrate(&c, req);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
+							      "code")),
+			    "not_found");
+	json_decref(r);
+	json_decref(req);
 	req = json_pack("{s:i, s:s}", "v", 1, "cmd", "calibrate");
 	r = ctrl_calibrate(&c, req);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
@@ -394,25 +423,39 @@ static void max_rate_sources(void **state)
 	char dir[] = "/tmp/test_controller.XXXXXX";
 	uint64_t bps;
 	time_t when;
+	unsigned qps;
 
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when), -ENOENT);
-	assert_int_equal(calib_save(dir, "tst0", 1, 3000000000ull, 1700000000, "peer:1"), 0);
-	assert_int_equal(calib_save(dir, "tst1", 2, 5000000000ull, 1700000001, "peer:2"), 0);
-	assert_int_equal(calib_save(dir, "tst0", 1, 4000000000ull, 1700000002, "peer:1"), 0);
-	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when), 0);
+	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when, &qps), -ENOENT);
+	assert_int_equal(calib_save(dir, "tst0", 1, 3000000000ull, 1700000000, "peer:1", 1), 0);
+	assert_int_equal(calib_save(dir, "tst1", 2, 5000000000ull, 1700000001, "peer:2", 8), 0);
+	assert_int_equal(calib_save(dir, "tst0", 1, 4000000000ull, 1700000002, "peer:1", 4), 0);
+	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when, &qps), 0);
 	assert_int_equal(bps, 4000000000ull);
 	assert_int_equal(when, 1700000002);
-	assert_int_equal(calib_load(dir, "tst1", 2, &bps, &when), 0);
+	assert_int_equal(qps, 4);
+	assert_int_equal(calib_load(dir, "tst1", 2, &bps, &when, NULL), 0);
 	assert_int_equal(bps, 5000000000ull);
-	assert_int_equal(calib_load(dir, "tst1", 1, &bps, &when), 0);
+	assert_int_equal(calib_load(dir, "tst1", 1, &bps, &when, &qps), 0);
 	assert_int_equal(bps, 0);
+	assert_int_equal(qps, 0);
 
 	snprintf(d.cfg.state_dir, sizeof(d.cfg.state_dir), "%s", dir);
 	d.cfg.devices[0].max_rate_bps = 0; /* "auto" */
 	ctrl_reconfigure(&c);
 	assert_int_equal(c.max_rate_bps, 4000000000ull);
 	assert_string_equal(c.max_rate_src, "calibrated");
+	assert_int_equal(c.calib_qps, 4);
+	{
+		json_t *o = json_object(), *cal;
+
+		ctrl_status(&c, o);
+		cal = json_object_get(o, "calibration");
+		assert_int_equal(json_integer_value(json_object_get(cal, "qps")), 4);
+		assert_int_equal(json_integer_value(json_object_get(cal, "max_rate_bps")),
+				 4000000000ll);
+		json_decref(o);
+	}
 	assert_int_equal(ctrl_device_max_rate(&c, &d.cfg.devices[0]), 4000000000ull);
 	d.cfg.devices[0].max_rate_bps = MAXRATE;
 	ctrl_reconfigure(&c);
@@ -501,6 +544,68 @@ static void remote_read_counted(void **state)
 	d.rread = NULL;
 }
 
+/* A file written before "qps" (version 1 without it) still gives its rate;
+ * its QPs are unknown (0, null in status). */
+static void old_calibration_file(void **state)
+{
+	char dir[] = "/tmp/test_controller.XXXXXX", path[64];
+	uint64_t bps;
+	time_t when;
+	unsigned qps = 99;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/calibration.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"version\": 1, \"devices\": [{\"name\": \"tst0\", \"port\": 1,"
+	      " \"max_rate_bps\": 326400000, \"measured_at\": 1700000000,"
+	      " \"peer\": \"10.0.0.1:7471\"}]}\n", f);
+	fclose(f);
+	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when, &qps), 0);
+	assert_int_equal(bps, 326400000);
+	assert_int_equal(when, 1700000000);
+	assert_int_equal(qps, 0);
+	/* saving another port keeps the old entry as it was */
+	assert_int_equal(calib_save(dir, "tst0", 2, 1000000000ull, 1700000005, "p", 8), 0);
+	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when, &qps), 0);
+	assert_int_equal(bps, 326400000);
+	assert_int_equal(qps, 0);
+	assert_int_equal(calib_load(dir, "tst0", 2, &bps, &when, &qps), 0);
+	assert_int_equal(qps, 8);
+	/* a version this daemon does not know is not read */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"version\": 2, \"devices\": []}\n", f);
+	fclose(f);
+	assert_int_equal(calib_load(dir, "tst0", 1, &bps, &when, &qps), -EINVAL);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* The WRITEs outstanding per QP and the rate over the span. */
+static void calibration_arithmetic(void **state)
+{
+	assert_int_equal(calib_depth(1), CALIB_DEPTH);
+	assert_int_equal(calib_depth(2), 4);
+	assert_int_equal(calib_depth(3), 3);
+	assert_int_equal(calib_depth(4), 2);
+	assert_int_equal(calib_depth(8), 2);
+	assert_int_equal(calib_depth(CALIB_MAX_QPS), 2);
+	assert_int_equal(calib_depth(0), CALIB_DEPTH);
+	for (unsigned n = 1; n <= CALIB_MAX_QPS; n++) {
+		assert_true(calib_depth(n) * n >= CALIB_DEPTH);
+		assert_true(calib_depth(n) >= 2);
+	}
+	assert_int_equal(calib_rate_bps(1000, 0), 0);
+	assert_int_equal(calib_rate_bps(125000000, 1000000000ull), 1000000000ull);
+	/* 52.9 Mbit/s: 6.6125 MB in one second */
+	assert_int_equal(calib_rate_bps(6612500, 1000000000ull), 52900000);
+	/* no overflow: 16 QPs x 2 MiB at 1.6 Tbit/s for 10 s */
+	assert_int_equal(calib_rate_bps(2000000000000ull, 10000000000ull), 1600000000000ull);
+	assert_int_equal(calib_rate_bps(UINT64_MAX, 1), UINT64_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +617,8 @@ int main(void)
 		cmocka_unit_test(calibrate_arguments),
 		cmocka_unit_test(max_rate_sources),
 		cmocka_unit_test(remote_read_counted),
+		cmocka_unit_test(old_calibration_file),
+		cmocka_unit_test(calibration_arithmetic),
 	};
 
 	log_init("test_controller", LOG_LVL_ERROR, 0);

@@ -121,6 +121,12 @@ static void status_controller(void **state UNUSED)
 				  "last 2.5 s\n"));
 	assert_non_null(strstr(t, "\ncalibration: done, measured 9.5 Gbit/s\n"));
 	free(t);
+	/* the QPs of the measurement, when the calibration file has them */
+	t = render(ctl_show_status, "{\"controller\":{\"max_rate_source\":\"calibrated\","
+				"\"trace\":[],\"calibration\":{\"state\":\"done\","
+				"\"max_rate_bps\":326400000,\"qps\":8,\"error\":null}}}");
+	assert_non_null(strstr(t, "\ncalibration: done, measured 326.4 Mbit/s over 8 QPs\n"));
+	free(t);
 	t = render(ctl_show_status, "{\"controller\":{\"max_rate_source\":\"link\",\"trace\":[],"
 				"\"calibration\":{\"state\":\"failed\",\"max_rate_bps\":null,"
 				"\"error\":\"no reference peer is up\"}}}");

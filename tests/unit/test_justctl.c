@@ -475,6 +475,25 @@ static void calibrate_follows(void **state UNUSED)
 	assert_non_null(strstr(r.out, "\"max_rate_bps\": 312000000"));
 	assert_null(strstr(r.out, "running"));
 	run_free(&r);
+	/* a daemon that reports its QPs */
+	{
+		static const char *const qps[] = {
+			"{\"v\":1,\"ok\":true,\"id\":1,\"calibration\":{\"state\":\"running\","
+			"\"duration_ms\":1000,\"qps\":8}}",
+			"{\"v\":1,\"ok\":true,\"id\":1,\"controller\":{\"calibration\":{\"state\":"
+			"\"done\",\"max_rate_bps\":312000000,\"qps\":8,\"peer\":"
+			"\"10.233.0.1:7471\",\"error\":null}}}",
+		};
+
+		r = run_script(qps, 2, "calibrate --qps 8", first);
+		assert_string_equal(first, "{\"v\":1,\"cmd\":\"calibrate\",\"id\":1,\"qps\":8}\n");
+		assert_int_equal(r.rc, 0);
+		assert_string_equal(r.out, "calibrating against the reference peer for 1000 ms "
+					   "over 8 QPs...\n"
+					   "max rate: 312.0 Mbit/s (measured against "
+					   "10.233.0.1:7471 over 8 QPs)\n");
+		run_free(&r);
+	}
 	r = run_script(bad, 2, "calibrate", first);
 	assert_int_equal(r.rc, 1);
 	assert_string_equal(r.err, "justctl: calibrate: failed: local protection error\n");

@@ -134,12 +134,51 @@ static void all_hosts(void **state)
 	free_all(&rf);
 }
 
+/* A calibration over CONFIG_CALIB_MAX_QPS QPs (one responder of
+ * REF_CALIB_BUF each) fits beside the same connection's reference flow;
+ * another calibration of the same host at once does not. */
+static void calibration_sessions(void **state)
+{
+	struct refflow rf = { 0 };
+	char why[160];
+	int n = 0;
+
+	(void)state;
+	assert_int_equal(admit(&rf, 3, "192.0.2.1", 64, why), 0);
+	add(&rf, 3, "192.0.2.1", 64);
+	for (int i = 0; i < CONFIG_CALIB_MAX_QPS; i++) {
+		assert_int_equal(admit(&rf, 3, "192.0.2.1", REF_CALIB_BUF, why), 0);
+		add(&rf, 3, "192.0.2.1", REF_CALIB_BUF);
+	}
+	/* a second calibration from another connection of the host: bounded */
+	while (!admit(&rf, 4, "192.0.2.1", REF_CALIB_BUF, why)) {
+		add(&rf, 4, "192.0.2.1", REF_CALIB_BUF);
+		n++;
+	}
+	assert_true(n < CONFIG_CALIB_MAX_QPS);
+	assert_non_null(strstr(why, "per peer host"));
+	assert_true(rf.resp_bytes <= REF_MAX_RESP_BYTES_PER_HOST);
+	/* two hosts calibrating at once both get their QPs */
+	free_all(&rf);
+	for (int h = 1; h <= 2; h++)
+		for (int i = 0; i < CONFIG_CALIB_MAX_QPS; i++) {
+			char ip[32];
+
+			snprintf(ip, sizeof(ip), "192.0.2.%d", h);
+			assert_int_equal(admit(&rf, (uint64_t)h, ip, REF_CALIB_BUF, why), 0);
+			add(&rf, (uint64_t)h, ip, REF_CALIB_BUF);
+		}
+	assert_true(rf.resp_bytes <= REF_MAX_RESP_BYTES_TOTAL);
+	free_all(&rf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_host_many_connections),
 		cmocka_unit_test(per_connection),
 		cmocka_unit_test(all_hosts),
+		cmocka_unit_test(calibration_sessions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
