@@ -183,7 +183,7 @@ void rreadtab_recv_count(const struct rread_tab *t, size_t *lat, size_t *bw)
 void rreadtab_recv_shares(struct rread_tab *t, uint64_t safe_util_bps, uint64_t max_rate_bps)
 {
 	uint64_t cap, w_active = 0;
-	size_t lat, bw;
+	size_t lat, bw, n_active = 0;
 
 	rreadtab_recv_count(t, &lat, &bw);
 	cap = lat ? safe_util_bps : max_rate_bps;
@@ -193,9 +193,15 @@ void rreadtab_recv_shares(struct rread_tab *t, uint64_t safe_util_bps, uint64_t 
 		for (size_t j = 0; j < t->conns[i]->n; j++) {
 			const struct rread_open *o = &t->conns[i]->e[j].o;
 
-			if (o->kind == RREAD_RECV && o->cls == FLOW_CLASS_BANDWIDTH && o->active)
+			if (o->kind == RREAD_RECV && o->cls == FLOW_CLASS_BANDWIDTH && o->active) {
 				w_active += o->weight;
+				n_active++;
+			}
 		}
+	/* no latency flow arrives and at most one flow is receiving: nothing
+	 * competes on this side, which then limits nothing */
+	if (!lat && n_active <= 1)
+		max_rate_bps = 0;
 	for (size_t i = 0; i < t->n_conns; i++)
 		for (size_t j = 0; j < t->conns[i]->n; j++) {
 			struct rread_entry *e = &t->conns[i]->e[j];

@@ -14,7 +14,7 @@
  * rreadtab.c: remote_open, remote_close, remote_grants, kinds "read" and
  * "recv") are served as the daemon serves them, into a responder's table
  * that must stay within its bounds, give every incoming bandwidth flow a
- * share within [AIMD_MIN_BPS, MaxRate] and forget the connection's flows
+ * share within [AIMD_MIN_BPS, MaxRate] (or 0: not limited) and forget the connection's flows
  * when it closes.
  *
  * The first input byte chooses the setting (bit 0: we dialled, bit 1: the
@@ -115,7 +115,8 @@ static void check_table(void)
 			const struct rread_entry *e = &rtab.conns[i]->e[j];
 
 			if (e->o.kind == RREAD_RECV && e->o.cls == FLOW_CLASS_BANDWIDTH)
-				CHECK(e->rate_bps >= AIMD_MIN_BPS && e->rate_bps <= 1000000000);
+				CHECK(!e->rate_bps ||
+				      (e->rate_bps >= AIMD_MIN_BPS && e->rate_bps <= 1000000000));
 			else if (e->o.kind == RREAD_RECV)
 				CHECK(e->rate_bps == 0);
 		}

@@ -241,7 +241,8 @@ static struct rread_open rop(uint32_t flow, int cls, uint32_t weight, bool activ
 
 /* Incoming flows: not in the token distribution; counted for the AIMD
  * (an incoming latency flow is L'); their shares: SafeUtil * w / W with an
- * incoming latency flow, MaxRate * w / W without; grants by kind. */
+ * incoming latency flow, MaxRate * w / W without (0 for a lone flow);
+ * grants by kind. */
 static void recv_shares(void **state)
 {
 	struct rread_tab t = { 0 };
@@ -327,6 +328,11 @@ static void recv_shares(void **state)
 	assert_int_equal(bw, 1);
 	rreadtab_recv_shares(&t, 400000000, 1000000000);
 	assert_int_equal(t.conns[0]->e[0].rate_bps, 400000000);
+	/* without it, one flow alone: nothing competes, nothing limited */
+	assert_int_equal(rreadtab_close(&t, 2, RREAD_RECV, 2), 0);
+	t.conns[0]->e[0].o.active = true;
+	rreadtab_recv_shares(&t, 400000000, 1000000000);
+	assert_int_equal(t.conns[0]->e[0].rate_bps, 0);
 	rreadtab_fini(&t);
 }
 
