@@ -251,9 +251,12 @@ static void open_replied(struct peer_ctx *pc, struct peer *p, json_t *result, co
 			     strstr(msg, "kind")))) {
 		/* (a daemon of item 2 knows the operations, not the kind) */
 		f->remote.retry_ns = now + RREAD_OLD_PEER_NS;
-		set_state(rr, f, FLOW_REMOTE_UNMANAGED, "remote: %s not managed (its justitiad has no %s)",
-			  call->o.kind == RREAD_RECV ? "receiver" : "responder",
-			  call->o.kind == RREAD_RECV ? "receiver-side views" : "remote READ control");
+		bool recv = call->o.kind == RREAD_RECV;
+
+		set_state(rr, f, FLOW_REMOTE_UNMANAGED,
+			  "remote: %s not managed (its justitiad has no %s)",
+			  recv ? "receiver" : "responder",
+			  recv ? "receiver-side views" : "remote READ control");
 	} else if (code && (!strcmp(code, "closed") || !strcmp(code, "timeout"))) {
 		set_state(rr, f, FLOW_REMOTE_UNMANAGED, "remote: responder not managed (%s)", code);
 	} else {
@@ -366,6 +369,11 @@ static void sync_flow(struct rread *rr, struct flow *f, uint64_t now)
 	}
 	if (now < f->remote.retry_ns)
 		return;
+	/* a bandwidth flow says it READs after its first READ: registered
+	 * once it has moved data, it registers as what it is */
+	if (kind == RREAD_RECV && f->cls == FLOW_CLASS_BANDWIDTH && !f->active &&
+	    f->remote.state == FLOW_REMOTE_NONE)
+		return;
 	p = rr->d->peer ? splitq_peer_for_gid(rr->d, f->peer_gid) : NULL;
 	if (!p && kind == RREAD_RECV) {
 		/* most WRITE/SEND flows go to hosts without a daemon we peer
@@ -430,8 +438,8 @@ static void serve_grants(struct peer_ctx *pc, struct peer *p, const struct peer_
 
 		/* only flows we registered on this very connection, as that
 		 * kind: a peer limits nothing else */
-		if (!f || f->remote.state != FLOW_REMOTE_REGISTERED || f->remote.serial != p->serial ||
-		    f->remote.sent.kind != kind) {
+		if (!f || f->remote.state != FLOW_REMOTE_REGISTERED ||
+		    f->remote.serial != p->serial || f->remote.sent.kind != kind) {
 			ignored++;
 			continue;
 		}
