@@ -70,8 +70,9 @@ int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t er
 	else if (k == RREAD_RECV && !strcmp(cls, class_names[FLOW_CLASS_LATENCY]))
 		c = FLOW_CLASS_LATENCY; /* a latency flow that targets the receiver */
 	else
-		return bad(err, errlen, k == RREAD_RECV ? "class must be \"bandwidth\" or \"latency\""
-						       : "class must be \"bandwidth\"");
+		return bad(err, errlen,
+			   k == RREAD_RECV ? "class must be \"bandwidth\" or \"latency\""
+					   : "class must be \"bandwidth\"");
 	*o = (struct rread_open){ .kind = k, .flow = (uint32_t)flow, .cls = c,
 				  .qpn = (uint32_t)qpn, .peer_qpn = (uint32_t)pqpn,
 				  .weight = (uint32_t)weight, .active = active };

@@ -287,9 +287,9 @@ int rreadtab_serve(struct rread_tab *t, uint64_t serial, void *peer, const char 
 			log_info("remote READ flow %u from %s registered (QP %u -> our QP %u, weight %u)",
 				 o.flow, name, o.qpn, o.peer_qpn, o.weight);
 		else if (!rc)
-			log_info("incoming %s flow %u from %s registered (QP %u -> our QP %u, weight %u)",
-				 rreadmsg_class_name(o.cls), o.flow, name, o.qpn, o.peer_qpn,
-				 o.weight);
+			log_info("incoming %s flow %u from %s registered "
+				 "(QP %u -> our QP %u, weight %u)", rreadmsg_class_name(o.cls),
+				 o.flow, name, o.qpn, o.peer_qpn, o.weight);
 	} else if (!strcmp(op, RREAD_OP_CLOSE)) {
 		uint32_t flow;
 		uint8_t kind;
@@ -304,8 +304,8 @@ int rreadtab_serve(struct rread_tab *t, uint64_t serial, void *peer, const char 
 				 rreadmsg_kind_name(kind), flow);
 			return -ENOENT;
 		}
-		log_info("%s flow %u from %s closed", kind == RREAD_READ ? "remote READ" : "incoming",
-			 flow, name);
+		log_info("%s flow %u from %s closed",
+			 kind == RREAD_READ ? "remote READ" : "incoming", flow, name);
 	} else {
 		snprintf(msg, msglen, "%s: not an operation of remote flow control", op);
 		return -EINVAL;
@@ -332,7 +332,8 @@ json_t *rreadtab_json(const struct rread_tab *t, uint64_t now)
 
 			json_array_append_new(arr, json_pack(
 				"{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:b, s:o, s:I}", "kind",
-				rreadmsg_kind_name(e->o.kind), "peer", c->name, "flow", (json_int_t)e->o.flow,
+				rreadmsg_kind_name(e->o.kind), "peer", c->name,
+				"flow", (json_int_t)e->o.flow,
 				"class", rreadmsg_class_name(e->o.cls),
 				"qpn", (json_int_t)e->o.qpn, "local_qpn", (json_int_t)e->o.peer_qpn,
 				"weight", (json_int_t)e->o.weight, "active", e->o.active,

@@ -297,9 +297,11 @@ static void show_remote_kind(const json_t *remote, const char *kind, FILE *out)
 			continue;
 		if (!t.ncells)
 			fputs(!strcmp(kind, "read")
-				      ? "\nremote READ flows served here (their data leaves this host's NIC):\n"
-				      : "\nincoming flows served here (receiver-side views: their data "
-					"arrives at this host; SHARE: its receiver-side grant):\n",
+				      ? "\nremote READ flows served here (their data leaves this "
+					"host's NIC):\n"
+				      : "\nincoming flows served here (receiver-side views: "
+					"their data arrives at this host; SHARE: its "
+					"receiver-side grant):\n",
 			      out);
 		ctl_table_add(&t, ctl_field_str(e, "peer"));
 		ctl_table_add(&t, ctl_field(e, "flow", ctl_fmt_plain));

@@ -523,7 +523,8 @@ static void incoming_counted(void **state)
 	b2.flow = 2;
 	b2.weight = 3;
 	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &b1, now, why, sizeof(why)), 0);
-	assert_int_equal(rreadtab_open(&rr.tab, 10, NULL, "s2:7471", &b2, now, why, sizeof(why)), 0);
+	assert_int_equal(rreadtab_open(&rr.tab, 10, NULL, "s2:7471", &b2, now, why, sizeof(why)),
+			 0);
 	now = periods(now, 2);
 	assert_int_equal(c.n_remote, 0); /* not in the token distribution */
 	assert_int_equal(c.n_recv, 2);

@@ -154,7 +154,8 @@ static void grants_bounds(void **state)
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			j = json_loads(bad[i], 0, NULL);
 			m = json_pack("{s:s, s:o}", "kind", "read", "grants", j);
-			assert_int_equal(rreadmsg_parse_grants(m, &k, back, &n, err, sizeof(err)), -EINVAL);
+			assert_int_equal(rreadmsg_parse_grants(m, &k, back, &n, err, sizeof(err)),
+					 -EINVAL);
 			json_decref(m);
 		}
 	}
