@@ -494,6 +494,30 @@ static void malformed_refused(void **state)
 	}
 	assert_int_equal(f->remote.grant_bps, 0);
 	assert_int_equal(A->rr.rx.grants_ignored, 1);
+	/* kind recv: latency or bandwidth only; a grant of the other kind is
+	 * ignored even on the flow's own connection */
+	assert_string_equal(ask("remote_open", "{\"kind\":\"recv\",\"flow\":1,\"class\":\"throughput\","
+					       "\"qpn\":1,\"peer_qpn\":2,\"weight\":1,\"active\":true}"),
+			    "bad_request");
+	assert_string_equal(ask("remote_close", "{\"kind\":\"recv\",\"flow\":77}"), "not_found");
+	{
+		struct peer *pa = A->pc.in;
+		char args[96];
+
+		assert_non_null(pa);
+		f->remote.serial = pa->serial; /* as if A registered it with B as kind read */
+		f->remote.sent.kind = RREAD_READ;
+		snprintf(args, sizeof(args), "{\"kind\":\"recv\",\"grants\":[[%u,1000]]}", f->id);
+		assert_string_equal(ask("remote_grants", args), "ok");
+		assert_int_equal(f->remote.grant_bps, 0);
+		assert_int_equal(A->rr.rx.grants_ignored, 2);
+		/* (the same grant as kind read is taken: the kind was the reason) */
+		snprintf(args, sizeof(args), "{\"kind\":\"read\",\"grants\":[[%u,1000]]}", f->id);
+		assert_string_equal(ask("remote_grants", args), "ok");
+		assert_int_equal(f->remote.grant_bps, 1000);
+		f->remote.grant_bps = 0;
+		f->remote.serial = 999999;
+	}
 	/* the channel survived every one of them */
 	assert_true(up(A) && up(B));
 	/* a valid one is taken */
