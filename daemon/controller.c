@@ -172,8 +172,11 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	/* the READ flows other hosts' daemons registered here: this NIC sends
 	 * their data, so they count in L'/B'/T' and share the tokens (rread.h) */
 	c->n_remote = rread_fill(d->rread, c->tf + n, c->af + n, app);
-	total += c->n_remote;
-	aimd_count(c->af, n + c->n_remote, cfg->controller.one_flow_per_app, &c->n);
+	/* the flows other hosts' daemons say arrive here (incast): an
+	 * incoming latency flow is protected as a local one (rread.h) */
+	c->n_recv = rread_fill_recv(d->rread, c->af + n + c->n_remote, app + (uint32_t)c->n_remote);
+	total += c->n_remote + c->n_recv;
+	aimd_count(c->af, n + c->n_remote + c->n_recv, cfg->controller.one_flow_per_app, &c->n);
 
 	/* the reference flow runs while latency flows are registered */
 	want = cfg->reference.always_on || c->n.lat > 0;
@@ -276,6 +279,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	};
 	tokens_distribute(c->tf, n + c->n_remote, &tp);
 	ctrlshare_set_pace_mode(c, n, n_lat_all, now, ctrlshare_measure_window(c, n, now));
+	rread_set_recv(d->rread, c->aimd.safe_util_bps, c->max_rate_bps);
 	rread_after_step(d->rread, c->tf + n, c->n_remote, now, period_ns(c));
 	/* READ flows registered with their responders: a limit that came or
 	 * went changes their flags, which the shims look at again */

@@ -102,6 +102,7 @@ struct ctrl {
 	uint64_t competed_ns;           /* two or more flows last competed */
 	struct share_flow *sf;
 	size_t n_remote;                /* remote READ flows (rread.h): tf[n..n+n_remote) */
+	size_t n_recv;                  /* incoming flows (rread.h): af[n+n_remote..+n_recv) */
 	uint32_t chunk_bytes;
 	uint64_t token_ops, tau_ns;
 	uint64_t steps, decreases;      /* decreases: halving steps (violation or stale) */

@@ -529,20 +529,20 @@ static const char *const remote_state_names[] = {
 	[FLOW_REMOTE_REFUSED] = "refused",
 };
 
-/* A READ flow: what the responder's daemon grants it (remote READ
- * control, rread.c); null for the others. */
+/* A READ flow (kind read) or a flow to a peer's host (recv): what that
+ * daemon grants it (rread.c); null for the others. */
 static void add_remote(json_t *o, const struct flow *f)
 {
 	int st = f->remote.state;
 
 	if (!o)
 		return;
-	if (!f->reads || st == FLOW_REMOTE_NONE) {
+	if (st == FLOW_REMOTE_NONE) {
 		json_object_set_new(o, "remote", json_null());
 		return;
 	}
 	json_object_set_new(o, "remote", json_pack(
-		"{s:s, s:s, s:o, s:o, s:o}", "kind", "read",
+		"{s:s, s:s, s:o, s:o, s:o}", "kind", rreadmsg_kind_name(f->remote.sent.kind),
 		"state", (unsigned)st < sizeof(remote_state_names) / sizeof(remote_state_names[0])
 				 ? remote_state_names[st] : "?",
 		"peer", f->remote.peer[0] ? json_string(f->remote.peer) : json_null(),

@@ -91,6 +91,17 @@ size_t rread_fill(struct rread *rr, struct tokens_flow *tf, struct aimd_flow *af
 	return rr ? rreadtab_fill(&rr->tab, tf, af, app0) : 0;
 }
 
+size_t rread_fill_recv(struct rread *rr, struct aimd_flow *af, uint32_t app0)
+{
+	return rr ? rreadtab_fill_recv(&rr->tab, af, app0) : 0;
+}
+
+void rread_set_recv(struct rread *rr, uint64_t safe_util_bps, uint64_t max_rate_bps)
+{
+	if (rr)
+		rreadtab_recv_shares(&rr->tab, safe_util_bps, max_rate_bps);
+}
+
 static void grants_replied(struct peer_ctx *pc, struct peer *p, json_t *result,
 			   const char *code, const char *msg, void *arg)
 {
@@ -104,39 +115,53 @@ static void grants_replied(struct peer_ctx *pc, struct peer *p, json_t *result,
 	free(call);
 }
 
-static void send_grants(struct rread *rr, struct rread_conn *c, uint64_t now)
+/* One kind's grants of @c, batched; false if @c went away or is busy. */
+static bool send_kind(struct rread *rr, struct rread_conn *c, uint8_t kind)
 {
 	struct rread_grant g[RREAD_GRANTS_MAX];
 	uint64_t serial = c->serial;
 	size_t from = 0;
 
-	do {
-		size_t k = rreadtab_grants(c, from, g);
-		struct rread_call *call = calloc(1, sizeof(*call));
+	while (from < c->n) {
+		size_t k = rreadtab_grants(c, kind, &from, g);
+		struct rread_call *call;
 		int rc;
 
+		if (!k)
+			break;
+		call = calloc(1, sizeof(*call));
 		if (!call)
-			return;
+			return false;
 		call->rr = rr;
 		call->serial = serial;
 		c->inflight++; /* (a connection that fails at once answers now) */
-		rc = peer_request(c->peer, RREAD_OP_GRANTS, rreadmsg_grants(g, k), grants_replied,
-				  call, RREAD_TIMEOUT_MS);
+		rc = peer_request(c->peer, RREAD_OP_GRANTS, rreadmsg_grants(kind, g, k),
+				  grants_replied, call, RREAD_TIMEOUT_MS);
 		/* ... and may have taken its flows with it */
 		c = rreadtab_conn(&rr->tab, serial);
 		if (rc) {
 			free(call);
 			if (c && c->inflight)
 				c->inflight--;
-			return; /* busy: the next step tries again */
+			return false; /* busy: the next step tries again */
 		}
 		rr->tx.grants++;
 		rr->tab.grants_sent++;
 		if (!c)
-			return;
-		from += k;
-	} while (from < c->n);
-	rreadtab_sent(c, now);
+			return false;
+	}
+	return true;
+}
+
+static void send_grants(struct rread *rr, struct rread_conn *c, uint64_t now)
+{
+	uint64_t serial = c->serial;
+
+	if (!send_kind(rr, c, RREAD_READ))
+		return;
+	c = rreadtab_conn(&rr->tab, serial);
+	if (c && send_kind(rr, c, RREAD_RECV) && (c = rreadtab_conn(&rr->tab, serial)))
+		rreadtab_sent(c, now);
 }
 
 void rread_after_step(struct rread *rr, const struct tokens_flow *tf, size_t n, uint64_t now,
@@ -184,8 +209,9 @@ static void set_state(struct rread *rr, struct flow *f, int state, const char *f
 	if (state == was)
 		return;
 	if (state == FLOW_REMOTE_REGISTERED)
-		log_info("flow %u (pid %d): remote READ registered with %s", f->id,
-			 (int)f->proc->pid, f->remote.peer);
+		log_info("flow %u (pid %d): %s registered with %s", f->id, (int)f->proc->pid,
+			 f->remote.sent.kind == RREAD_RECV ? "receiver-side view" : "remote READ",
+			 f->remote.peer);
 	else if (state == FLOW_REMOTE_UNMANAGED)
 		log_info("flow %u (pid %d): %s", f->id, (int)f->proc->pid, f->remote.why);
 }
@@ -207,7 +233,8 @@ static void open_replied(struct peer_ctx *pc, struct peer *p, json_t *result, co
 		/* gone meanwhile: the responder must not keep it */
 		struct peer *up = peer_by_serial(rr, call->serial);
 
-		if (result && up && !peer_request(up, RREAD_OP_CLOSE, rreadmsg_close(call->flow),
+		if (result && up && !peer_request(up, RREAD_OP_CLOSE,
+						  rreadmsg_close(call->o.kind, call->flow),
 						  ignore_reply, NULL, RREAD_TIMEOUT_MS))
 			rr->tx.close++;
 		free(call);
@@ -219,10 +246,17 @@ static void open_replied(struct peer_ctx *pc, struct peer *p, json_t *result, co
 		f->remote.sent = call->o;
 		if (f->remote.state != FLOW_REMOTE_REGISTERED)
 			set_state(rr, f, FLOW_REMOTE_REGISTERED, NULL);
-	} else if (code && !strcmp(code, "unknown_op")) {
+	} else if (code && (!strcmp(code, "unknown_op") ||
+			    (call->o.kind == RREAD_RECV && !strcmp(code, "bad_request") && msg &&
+			     strstr(msg, "kind")))) {
+		/* (a daemon of item 2 knows the operations, not the kind) */
 		f->remote.retry_ns = now + RREAD_OLD_PEER_NS;
+		bool recv = call->o.kind == RREAD_RECV;
+
 		set_state(rr, f, FLOW_REMOTE_UNMANAGED,
-			  "remote: responder not managed (its justitiad has no remote READ control)");
+			  "remote: %s not managed (its justitiad has no %s)",
+			  recv ? "receiver" : "responder",
+			  recv ? "receiver-side views" : "remote READ control");
 	} else if (code && (!strcmp(code, "closed") || !strcmp(code, "timeout"))) {
 		set_state(rr, f, FLOW_REMOTE_UNMANAGED, "remote: responder not managed (%s)", code);
 	} else {
@@ -239,8 +273,8 @@ static void close_remote(struct rread *rr, struct flow *f)
 	struct peer *p = f->remote.state == FLOW_REMOTE_REGISTERED
 				 ? peer_by_serial(rr, f->remote.serial) : NULL;
 
-	if (p && !peer_request(p, RREAD_OP_CLOSE, rreadmsg_close(f->id), ignore_reply, NULL,
-			       RREAD_TIMEOUT_MS))
+	if (p && !peer_request(p, RREAD_OP_CLOSE, rreadmsg_close(f->remote.sent.kind, f->id),
+			       ignore_reply, NULL, RREAD_TIMEOUT_MS))
 		rr->tx.close++;
 }
 
@@ -255,7 +289,7 @@ static void flow_gone(void *arg, struct flow *f)
 
 static bool same_open(const struct rread_open *a, const struct rread_open *b)
 {
-	return a->flow == b->flow && a->cls == b->cls && a->qpn == b->qpn &&
+	return a->kind == b->kind && a->flow == b->flow && a->cls == b->cls && a->qpn == b->qpn &&
 	       a->peer_qpn == b->peer_qpn && a->weight == b->weight && a->active == b->active;
 }
 
@@ -285,13 +319,25 @@ static void send_open(struct rread *rr, struct flow *f, struct peer *p,
 	rr->tx.open++;
 }
 
+/* Which kind of remote flow @f is: a bandwidth flow that READs is served
+ * by its peer's NIC (read); a bandwidth flow that WRITEs/SENDs, and any
+ * latency flow, arrive at its peer (recv); -1: neither. */
+static int flow_kind(const struct flow *f)
+{
+	if (f->peer_qpn < 0 || f->peer_qpn > 0xffffff || !f->peer_gid[0])
+		return -1;
+	if (f->cls == FLOW_CLASS_BANDWIDTH)
+		return f->reads ? RREAD_READ : RREAD_RECV;
+	return f->cls == FLOW_CLASS_LATENCY ? RREAD_RECV : -1;
+}
+
 static void sync_flow(struct rread *rr, struct flow *f, uint64_t now)
 {
+	int kind = flow_kind(f);
 	struct rread_open o;
 	struct peer *p;
 
-	if (!f->reads || f->cls != FLOW_CLASS_BANDWIDTH || f->peer_qpn < 0 || !f->peer_gid[0] ||
-	    f->peer_qpn > 0xffffff) {
+	if (kind < 0) {
 		if (f->remote.state != FLOW_REMOTE_NONE && !f->remote.busy) {
 			close_remote(rr, f);
 			set_state(rr, f, FLOW_REMOTE_NONE, NULL);
@@ -300,7 +346,10 @@ static void sync_flow(struct rread *rr, struct flow *f, uint64_t now)
 	}
 	if (f->remote.busy)
 		return;
-	o = (struct rread_open){ .flow = f->id, .cls = (uint8_t)f->cls, .qpn = f->qpn,
+	if (f->remote.state != FLOW_REMOTE_REGISTERED)
+		f->remote.sent.kind = (uint8_t)kind; /* (what status shows meanwhile) */
+	o = (struct rread_open){ .kind = (uint8_t)kind, .flow = f->id, .cls = (uint8_t)f->cls,
+				 .qpn = f->qpn,
 				 .peer_qpn = (uint32_t)f->peer_qpn,
 				 .weight = f->weight ? f->weight : 1, .active = f->active };
 	if (f->remote.state == FLOW_REMOTE_REGISTERED) {
@@ -320,8 +369,18 @@ static void sync_flow(struct rread *rr, struct flow *f, uint64_t now)
 	}
 	if (now < f->remote.retry_ns)
 		return;
+	/* a bandwidth flow says it READs after its first READ: registered
+	 * once it has moved data, it registers as what it is */
+	if (kind == RREAD_RECV && f->cls == FLOW_CLASS_BANDWIDTH && !f->active &&
+	    f->remote.state == FLOW_REMOTE_NONE)
+		return;
 	p = rr->d->peer ? splitq_peer_for_gid(rr->d, f->peer_gid) : NULL;
-	if (!p)
+	if (!p && kind == RREAD_RECV) {
+		/* most WRITE/SEND flows go to hosts without a daemon we peer
+		 * with: nothing to say about them */
+		if (f->remote.state != FLOW_REMOTE_NONE)
+			set_state(rr, f, FLOW_REMOTE_NONE, NULL);
+	} else if (!p)
 		set_state(rr, f, FLOW_REMOTE_UNMANAGED,
 			  "remote: responder not managed (no Justitia peer for %.48s)", f->peer_gid);
 	else if (p->state != PEER_UP)
@@ -366,19 +425,21 @@ static void serve_grants(struct peer_ctx *pc, struct peer *p, const struct peer_
 	struct rread *rr = arg;
 	struct rread_grant g[RREAD_GRANTS_MAX];
 	size_t n, ignored = 0;
+	uint8_t kind;
 	char err[160];
 
 	rr->rx.grants++;
-	if (rreadmsg_parse_grants(args, g, &n, err, sizeof(err))) {
+	if (rreadmsg_parse_grants(args, &kind, g, &n, err, sizeof(err))) {
 		peer_reply_error(pc, rq, "bad_request", "%s: %s", RREAD_OP_GRANTS, err);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = flows_find(&rr->d->flows, g[i].flow);
 
-		/* only flows we registered on this very connection: a peer
-		 * limits nothing else */
-		if (!f || f->remote.state != FLOW_REMOTE_REGISTERED || f->remote.serial != p->serial) {
+		/* only flows we registered on this very connection, as that
+		 * kind: a peer limits nothing else */
+		if (!f || f->remote.state != FLOW_REMOTE_REGISTERED ||
+		    f->remote.serial != p->serial || f->remote.sent.kind != kind) {
 			ignored++;
 			continue;
 		}

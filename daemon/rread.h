@@ -63,6 +63,12 @@ void rread_fini(struct rread *rr);
 /* Responder: how many remote flows; append them to the step's arrays. */
 size_t rread_count(const struct rread *rr);
 size_t rread_fill(struct rread *rr, struct tokens_flow *tf, struct aimd_flow *af, uint32_t app0);
+/* Receiver (incast): one aimd entry per incoming flow (see
+ * rreadtab_fill_recv); how many. */
+size_t rread_fill_recv(struct rread *rr, struct aimd_flow *af, uint32_t app0);
+/* Receiver: after the controller's step, the incoming bandwidth flows'
+ * shares (rreadtab_recv_shares); rread_after_step sends them. */
+void rread_set_recv(struct rread *rr, uint64_t safe_util_bps, uint64_t max_rate_bps);
 /* Responder: the step's shares of the remote flows (@tf, @n of them, as
  * filled); send the requesters what changed. */
 void rread_after_step(struct rread *rr, const struct tokens_flow *tf, size_t n, uint64_t now,

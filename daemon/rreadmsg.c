@@ -26,10 +26,20 @@ static int bad(char *err, size_t errlen, const char *what)
 	return -EINVAL;
 }
 
-static int check_kind(const char *kind, char *err, size_t errlen)
+const char *rreadmsg_kind_name(int kind)
 {
-	if (strcmp(kind, RREAD_KIND_READ)) {
-		snprintf(err, errlen, "kind \"%.32s\" is not \"%s\"", kind, RREAD_KIND_READ);
+	return kind == RREAD_READ ? RREAD_KIND_READ : kind == RREAD_RECV ? RREAD_KIND_RECV : "?";
+}
+
+static int check_kind(const char *name, uint8_t *kind, char *err, size_t errlen)
+{
+	if (!strcmp(name, RREAD_KIND_READ))
+		*kind = RREAD_READ;
+	else if (!strcmp(name, RREAD_KIND_RECV))
+		*kind = RREAD_RECV;
+	else {
+		snprintf(err, errlen, "kind \"%.32s\" is not \"%s\" or \"%s\"", name,
+			 RREAD_KIND_READ, RREAD_KIND_RECV);
 		return -EINVAL;
 	}
 	return 0;
@@ -39,6 +49,7 @@ int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t er
 {
 	json_int_t flow, qpn, pqpn, weight;
 	const char *kind, *cls;
+	uint8_t k, c;
 	json_error_t je;
 	int active;
 
@@ -46,7 +57,7 @@ int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t er
 			   &kind, "flow", &flow, "class", &cls, "qpn", &qpn, "peer_qpn", &pqpn,
 			   "weight", &weight, "active", &active))
 		return bad(err, errlen, je.text);
-	if (check_kind(kind, err, errlen))
+	if (check_kind(kind, &k, err, errlen))
 		return -EINVAL;
 	if (flow < 1 || flow > UINT32_MAX)
 		return bad(err, errlen, "flow must be 1..4294967295");
@@ -54,15 +65,21 @@ int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t er
 		return bad(err, errlen, "qpn and peer_qpn must be QP numbers (0..16777215)");
 	if (weight < 1 || weight > RREAD_WEIGHT_MAX)
 		return bad(err, errlen, "weight must be 1..1000");
-	if (strcmp(cls, class_names[FLOW_CLASS_BANDWIDTH]))
-		return bad(err, errlen, "class must be \"bandwidth\"");
-	*o = (struct rread_open){ .flow = (uint32_t)flow, .cls = FLOW_CLASS_BANDWIDTH,
+	if (!strcmp(cls, class_names[FLOW_CLASS_BANDWIDTH]))
+		c = FLOW_CLASS_BANDWIDTH;
+	else if (k == RREAD_RECV && !strcmp(cls, class_names[FLOW_CLASS_LATENCY]))
+		c = FLOW_CLASS_LATENCY; /* a latency flow that targets the receiver */
+	else
+		return bad(err, errlen,
+			   k == RREAD_RECV ? "class must be \"bandwidth\" or \"latency\""
+					   : "class must be \"bandwidth\"");
+	*o = (struct rread_open){ .kind = k, .flow = (uint32_t)flow, .cls = c,
 				  .qpn = (uint32_t)qpn, .peer_qpn = (uint32_t)pqpn,
 				  .weight = (uint32_t)weight, .active = active };
 	return 0;
 }
 
-int rreadmsg_parse_close(json_t *args, uint32_t *flow, char *err, size_t errlen)
+int rreadmsg_parse_close(json_t *args, uint8_t *k, uint32_t *flow, char *err, size_t errlen)
 {
 	const char *kind;
 	json_error_t je;
@@ -70,7 +87,7 @@ int rreadmsg_parse_close(json_t *args, uint32_t *flow, char *err, size_t errlen)
 
 	if (json_unpack_ex(args, &je, JSON_STRICT, "{s:s, s:I}", "kind", &kind, "flow", &f))
 		return bad(err, errlen, je.text);
-	if (check_kind(kind, err, errlen))
+	if (check_kind(kind, k, err, errlen))
 		return -EINVAL;
 	if (f < 1 || f > UINT32_MAX)
 		return bad(err, errlen, "flow must be 1..4294967295");
@@ -78,8 +95,8 @@ int rreadmsg_parse_close(json_t *args, uint32_t *flow, char *err, size_t errlen)
 	return 0;
 }
 
-int rreadmsg_parse_grants(json_t *args, struct rread_grant *g, size_t *n, char *err,
-			  size_t errlen)
+int rreadmsg_parse_grants(json_t *args, uint8_t *k, struct rread_grant *g, size_t *n,
+			  char *err, size_t errlen)
 {
 	const char *kind;
 	json_error_t je;
@@ -89,7 +106,7 @@ int rreadmsg_parse_grants(json_t *args, struct rread_grant *g, size_t *n, char *
 	*n = 0;
 	if (json_unpack_ex(args, &je, JSON_STRICT, "{s:s, s:o}", "kind", &kind, "grants", &arr))
 		return bad(err, errlen, je.text);
-	if (check_kind(kind, err, errlen))
+	if (check_kind(kind, k, err, errlen))
 		return -EINVAL;
 	if (!json_is_array(arr) || json_array_size(arr) > RREAD_GRANTS_MAX) {
 		snprintf(err, errlen, "grants must be an array of at most %d", RREAD_GRANTS_MAX);
@@ -119,18 +136,19 @@ int rreadmsg_parse_grants(json_t *args, struct rread_grant *g, size_t *n, char *
 
 json_t *rreadmsg_open(const struct rread_open *o)
 {
-	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:b}", "kind", RREAD_KIND_READ, "flow",
+	return json_pack("{s:s, s:I, s:s, s:I, s:I, s:I, s:b}", "kind", rreadmsg_kind_name(o->kind),
+			 "flow",
 			 (json_int_t)o->flow, "class", rreadmsg_class_name(o->cls),
 			 "qpn", (json_int_t)o->qpn, "peer_qpn", (json_int_t)o->peer_qpn, "weight",
 			 (json_int_t)o->weight, "active", o->active);
 }
 
-json_t *rreadmsg_close(uint32_t flow)
+json_t *rreadmsg_close(uint8_t kind, uint32_t flow)
 {
-	return json_pack("{s:s, s:I}", "kind", RREAD_KIND_READ, "flow", (json_int_t)flow);
+	return json_pack("{s:s, s:I}", "kind", rreadmsg_kind_name(kind), "flow", (json_int_t)flow);
 }
 
-json_t *rreadmsg_grants(const struct rread_grant *g, size_t n)
+json_t *rreadmsg_grants(uint8_t kind, const struct rread_grant *g, size_t n)
 {
 	json_t *arr = json_array(), *r;
 
@@ -142,6 +160,6 @@ json_t *rreadmsg_grants(const struct rread_grant *g, size_t n)
 			json_decref(arr);
 			return NULL;
 		}
-	r = json_pack("{s:s, s:o}", "kind", RREAD_KIND_READ, "grants", arr);
+	r = json_pack("{s:s, s:o}", "kind", rreadmsg_kind_name(kind), "grants", arr);
 	return r;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 
 struct rread_conn *rreadtab_conn(struct rread_tab *t, uint64_t serial)
@@ -77,12 +78,12 @@ static void free_conn(struct rread_tab *t, size_t i)
 	t->conns[t->n_conns] = NULL;
 }
 
-int rreadtab_close(struct rread_tab *t, uint64_t serial, uint32_t flow)
+int rreadtab_close(struct rread_tab *t, uint64_t serial, uint8_t kind, uint32_t flow)
 {
 	struct rread_conn *c = rreadtab_conn(t, serial);
 	struct rread_entry *e = find(c, flow);
 
-	if (!e)
+	if (!e || e->o.kind != kind)
 		return -ENOENT;
 	*e = c->e[--c->n];
 	t->total--;
@@ -124,13 +125,16 @@ size_t rreadtab_fill(const struct rread_tab *t, struct tokens_flow *tf, struct a
 	size_t k = 0;
 
 	for (size_t i = 0; i < t->n_conns; i++)
-		for (size_t j = 0; j < t->conns[i]->n; j++, k++) {
+		for (size_t j = 0; j < t->conns[i]->n; j++) {
 			const struct rread_open *o = &t->conns[i]->e[j].o;
 
+			if (o->kind != RREAD_READ)
+				continue;
 			tf[k] = (struct tokens_flow){ .weight = o->weight, .app = app0 + (uint32_t)k,
 						      .cls = o->cls, .active = o->active };
 			af[k] = (struct aimd_flow){ .app = app0 + (uint32_t)k, .cls = o->cls,
 						    .active = o->active };
+			k++;
 		}
 	return k;
 }
@@ -140,8 +144,78 @@ void rreadtab_set_rates(struct rread_tab *t, const struct tokens_flow *tf, size_
 	size_t k = 0;
 
 	for (size_t i = 0; i < t->n_conns; i++)
-		for (size_t j = 0; j < t->conns[i]->n && k < n; j++, k++)
-			t->conns[i]->e[j].rate_bps = tf[k].rate_bps;
+		for (size_t j = 0; j < t->conns[i]->n && k < n; j++)
+			if (t->conns[i]->e[j].o.kind == RREAD_READ)
+				t->conns[i]->e[j].rate_bps = tf[k++].rate_bps;
+}
+
+size_t rreadtab_fill_recv(const struct rread_tab *t, struct aimd_flow *af, uint32_t app0)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < t->n_conns; i++)
+		for (size_t j = 0; j < t->conns[i]->n; j++) {
+			const struct rread_open *o = &t->conns[i]->e[j].o;
+
+			if (o->kind != RREAD_RECV)
+				continue;
+			af[k] = (struct aimd_flow){ .app = app0 + (uint32_t)k, .cls = o->cls,
+						    .active = o->active };
+			k++;
+		}
+	return k;
+}
+
+void rreadtab_recv_count(const struct rread_tab *t, size_t *lat, size_t *bw)
+{
+	*lat = *bw = 0;
+	for (size_t i = 0; i < t->n_conns; i++)
+		for (size_t j = 0; j < t->conns[i]->n; j++) {
+			const struct rread_open *o = &t->conns[i]->e[j].o;
+
+			if (o->kind == RREAD_RECV && o->cls == FLOW_CLASS_LATENCY)
+				(*lat)++;
+			else if (o->kind == RREAD_RECV)
+				(*bw)++;
+		}
+}
+
+void rreadtab_recv_shares(struct rread_tab *t, uint64_t safe_util_bps, uint64_t max_rate_bps)
+{
+	uint64_t cap, w_active = 0;
+	size_t lat, bw, n_active = 0;
+
+	rreadtab_recv_count(t, &lat, &bw);
+	cap = lat ? safe_util_bps : max_rate_bps;
+	if (cap > max_rate_bps)
+		cap = max_rate_bps;
+	for (size_t i = 0; i < t->n_conns; i++)
+		for (size_t j = 0; j < t->conns[i]->n; j++) {
+			const struct rread_open *o = &t->conns[i]->e[j].o;
+
+			if (o->kind == RREAD_RECV && o->cls == FLOW_CLASS_BANDWIDTH && o->active) {
+				w_active += o->weight;
+				n_active++;
+			}
+		}
+	/* no latency flow arrives and at most one flow is receiving: nothing
+	 * competes on this side, which then limits nothing */
+	if (!lat && n_active <= 1)
+		max_rate_bps = 0;
+	for (size_t i = 0; i < t->n_conns; i++)
+		for (size_t j = 0; j < t->conns[i]->n; j++) {
+			struct rread_entry *e = &t->conns[i]->e[j];
+			uint64_t w = e->o.weight, W = w_active + (e->o.active ? 0 : w), r;
+
+			if (e->o.kind != RREAD_RECV)
+				continue;
+			if (e->o.cls != FLOW_CLASS_BANDWIDTH || !max_rate_bps || !W) {
+				e->rate_bps = 0;
+				continue;
+			}
+			r = cap / W * w + cap % W * w / W; /* (no overflow: w <= 1000) */
+			e->rate_bps = r < AIMD_MIN_BPS ? AIMD_MIN_BPS : r;
+		}
 }
 
 static bool changed(const struct rread_entry *e)
@@ -165,12 +239,16 @@ bool rreadtab_due(const struct rread_conn *c, uint64_t now, uint64_t min_ns)
 	return false;
 }
 
-size_t rreadtab_grants(const struct rread_conn *c, size_t from, struct rread_grant *g)
+size_t rreadtab_grants(const struct rread_conn *c, uint8_t kind, size_t *from,
+		       struct rread_grant *g)
 {
-	size_t k = 0;
+	size_t k = 0, j;
 
-	for (size_t j = from; j < c->n && k < RREAD_GRANTS_MAX; j++, k++)
-		g[k] = (struct rread_grant){ .flow = c->e[j].o.flow, .rate_bps = c->e[j].rate_bps };
+	for (j = *from; j < c->n && k < RREAD_GRANTS_MAX; j++)
+		if (c->e[j].o.kind == kind)
+			g[k++] = (struct rread_grant){ .flow = c->e[j].o.flow,
+						       .rate_bps = c->e[j].rate_bps };
+	*from = j;
 	return k;
 }
 
@@ -205,24 +283,31 @@ int rreadtab_serve(struct rread_tab *t, uint64_t serial, void *peer, const char 
 			snprintf(msg, msglen, "%s: %s", op, err);
 			return rc;
 		}
-		if (!rc)
+		if (!rc && o.kind == RREAD_READ)
 			log_info("remote READ flow %u from %s registered (QP %u -> our QP %u, weight %u)",
+				 o.flow, name, o.qpn, o.peer_qpn, o.weight);
+		else if (!rc)
+			log_info("incoming %s flow %u from %s registered "
+				 "(QP %u -> our QP %u, weight %u)", rreadmsg_class_name(o.cls),
 				 o.flow, name, o.qpn, o.peer_qpn, o.weight);
 	} else if (!strcmp(op, RREAD_OP_CLOSE)) {
 		uint32_t flow;
+		uint8_t kind;
 
-		if (rreadmsg_parse_close(args, &flow, err, sizeof(err))) {
+		if (rreadmsg_parse_close(args, &kind, &flow, err, sizeof(err))) {
 			snprintf(msg, msglen, "%s: %s", op, err);
 			return -EINVAL;
 		}
-		if (rreadtab_close(t, serial, flow)) {
+		if (rreadtab_close(t, serial, kind, flow)) {
 			*code = "not_found";
-			snprintf(msg, msglen, "%s: no remote flow %u of this connection", op, flow);
+			snprintf(msg, msglen, "%s: no remote %s flow %u of this connection", op,
+				 rreadmsg_kind_name(kind), flow);
 			return -ENOENT;
 		}
-		log_info("remote READ flow %u from %s closed", flow, name);
+		log_info("%s flow %u from %s closed",
+			 kind == RREAD_READ ? "remote READ" : "incoming", flow, name);
 	} else {
-		snprintf(msg, msglen, "%s: not an operation of remote READ control", op);
+		snprintf(msg, msglen, "%s: not an operation of remote flow control", op);
 		return -EINVAL;
 	}
 	*result = json_object();
@@ -237,6 +322,7 @@ int rreadtab_serve(struct rread_tab *t, uint64_t serial, void *peer, const char 
 json_t *rreadtab_json(const struct rread_tab *t, uint64_t now)
 {
 	json_t *arr = json_array();
+	size_t lat, bw;
 
 	for (size_t i = 0; i < t->n_conns; i++) {
 		const struct rread_conn *c = t->conns[i];
@@ -246,7 +332,8 @@ json_t *rreadtab_json(const struct rread_tab *t, uint64_t now)
 
 			json_array_append_new(arr, json_pack(
 				"{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:b, s:o, s:I}", "kind",
-				RREAD_KIND_READ, "peer", c->name, "flow", (json_int_t)e->o.flow,
+				rreadmsg_kind_name(e->o.kind), "peer", c->name,
+				"flow", (json_int_t)e->o.flow,
 				"class", rreadmsg_class_name(e->o.cls),
 				"qpn", (json_int_t)e->o.qpn, "local_qpn", (json_int_t)e->o.peer_qpn,
 				"weight", (json_int_t)e->o.weight, "active", e->o.active,
@@ -256,7 +343,10 @@ json_t *rreadtab_json(const struct rread_tab *t, uint64_t now)
 				"age_ms", (json_int_t)((now - e->since_ns) / 1000000)));
 		}
 	}
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "flows", (json_int_t)t->total,
+	rreadtab_recv_count(t, &lat, &bw);
+	return json_pack("{s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "flows",
+			 (json_int_t)t->total, "incoming", "latency", (json_int_t)lat, "bandwidth",
+			 (json_int_t)bw,
 			 "opened", (json_int_t)t->opened, "closed", (json_int_t)t->closed,
 			 "dropped", (json_int_t)t->dropped, "refused", (json_int_t)t->refused,
 			 "grants_sent", (json_int_t)t->grants_sent, "last_refusal",

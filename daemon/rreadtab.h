@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The responder's side of remote READ control: the READ flows other hosts'
- * daemons registered here (docs/peer-protocol.md section 5.4), grouped by
+/* The responder's side of remote READ control and the receiver's side of
+ * incast: the flows other hosts' daemons registered here (kind "read": they
+ * READ from here; kind "recv": they WRITE/SEND here; docs/peer-protocol.md
+ * sections 5.4, 5.5), grouped by
  * the channel connection that registered them, each with the share this
  * daemon's controller grants it.  The controller counts them with its own
  * flows (L'/B'/T', tokens.c, aimd.c); a connection that goes away takes its
@@ -56,25 +58,42 @@ struct rread_tab {
  * -ENOSPC over a limit (why in @why), -ENOMEM. */
 int rreadtab_open(struct rread_tab *t, uint64_t serial, void *peer, const char *name,
 		  const struct rread_open *o, uint64_t now, char *why, size_t whylen);
-/* 0, or -ENOENT: no such flow of that connection. */
-int rreadtab_close(struct rread_tab *t, uint64_t serial, uint32_t flow);
+/* 0, or -ENOENT: no such flow of that kind of that connection. */
+int rreadtab_close(struct rread_tab *t, uint64_t serial, uint8_t kind, uint32_t flow);
 /* The connection went away: forget its flows.  How many there were. */
 size_t rreadtab_drop(struct rread_tab *t, uint64_t serial);
 void rreadtab_fini(struct rread_tab *t);
 
-/* Append one tokens and one aimd entry per remote flow (each its own
+/* Append one tokens and one aimd entry per remote READ flow (each its own
  * application, numbered from @app0) to @tf and @af; how many (at most
  * t->total, which the caller has room for). */
 size_t rreadtab_fill(const struct rread_tab *t, struct tokens_flow *tf, struct aimd_flow *af,
 		     uint32_t app0);
 /* The shares the controller computed for those entries (same order). */
 void rreadtab_set_rates(struct rread_tab *t, const struct tokens_flow *tf, size_t n);
+/* Append one aimd entry per incoming (kind recv) flow to @af, numbered
+ * from @app0: an incoming latency flow makes the controller protect
+ * latency (L' > 0: the reference flow runs, SafeUtil adapts) and the
+ * incoming bandwidth flows count in the floor's B'.  How many. */
+size_t rreadtab_fill_recv(const struct rread_tab *t, struct aimd_flow *af, uint32_t app0);
+/* The receiver-side shares of the incoming bandwidth flows: with an
+ * incoming latency flow registered, SafeUtil * w / W; without, MaxRate * w
+ * / W (a fair split of the link), W the weights of the active incoming
+ * bandwidth flows (an idle flow counts itself in).  This host's own
+ * flows are not counted: they send, these receive.  0 (not limited) if
+ * MaxRate is unknown, or with no incoming latency flow and at most one
+ * active incoming bandwidth flow (nothing competes); never below
+ * AIMD_MIN_BPS otherwise.  Incoming latency flows get 0. */
+void rreadtab_recv_shares(struct rread_tab *t, uint64_t safe_util_bps, uint64_t max_rate_bps);
+/* The incoming flows: latency, bandwidth. */
+void rreadtab_recv_count(const struct rread_tab *t, size_t *lat, size_t *bw);
 /* Is a remote_grants due on @c at @now: a share changed (RREAD_CHANGE) or
  * was never sent, none in flight, and @min_ns since the last one. */
 bool rreadtab_due(const struct rread_conn *c, uint64_t now, uint64_t min_ns);
-/* Up to RREAD_GRANTS_MAX shares of @c's flows from index @from into @g;
- * how many. */
-size_t rreadtab_grants(const struct rread_conn *c, size_t from, struct rread_grant *g);
+/* Up to RREAD_GRANTS_MAX shares of @c's flows of @kind from index *@from
+ * into @g; how many; *@from moves past the last one taken. */
+size_t rreadtab_grants(const struct rread_conn *c, uint8_t kind, size_t *from,
+		       struct rread_grant *g);
 /* Everything of @c was sent at @now. */
 void rreadtab_sent(struct rread_conn *c, uint64_t now);
 struct rread_conn *rreadtab_conn(struct rread_tab *t, uint64_t serial);

@@ -127,21 +127,30 @@ static void show_channel(const json_t *ch, FILE *out)
 	free(port);
 }
 
-/* Remote READ control: the flows served here, ours registered elsewhere. */
+/* Remote READ control and receiver-side views: the flows served here,
+ * ours registered elsewhere. */
 static void show_remote_status(const json_t *rr, FILE *out)
 {
 	const json_t *sv = json_object_get(rr, "served"), *rq = json_object_get(rr, "requested");
-	char *a, *b, *c, *d;
+	const json_t *in = json_object_get(sv, "incoming");
+	uint64_t all = 0, lat = 0, bw = 0;
+	char *b, *c, *d;
 
 	if (!rr)
 		return;
-	a = ctl_field(sv, "flows", ctl_fmt_plain);
+	ctl_juint(sv, "flows", &all);
+	ctl_juint(in, "latency", &lat);
+	ctl_juint(in, "bandwidth", &bw);
 	b = ctl_field(sv, "refused", ctl_fmt_plain);
 	c = ctl_field(rq, "registered", ctl_fmt_plain);
 	d = ctl_field(rq, "unmanaged", ctl_fmt_plain);
-	ctl_kv(out, "remote READ:", ctl_xasprintf("serving %s flows of other hosts (%s refused); "
-						  "ours: %s registered, %s unmanaged", a, b, c, d));
-	free(a);
+	ctl_kv(out, "remote READ:", ctl_xasprintf("serving %" PRIu64 " flows of other hosts (%s "
+						  "refused); ours: %s registered, %s unmanaged",
+						  all >= lat + bw ? all - lat - bw : 0, b, c, d));
+	if (in)
+		ctl_kv(out, "incoming:", ctl_xasprintf("%" PRIu64 " latency, %" PRIu64 " bandwidth "
+						       "flows of other hosts arrive here "
+						       "(receiver-side views)", lat, bw));
 	free(b);
 	free(c);
 	free(d);
@@ -252,11 +261,14 @@ void ctl_show_status(const json_t *reply, FILE *out)
 
 /* ------------------------------------------------------------ flows */
 
-/* A READ flow's word from its responder's daemon (remote READ control)
- * after the flow's own warning. */
+/* A READ flow's word from its responder's daemon (remote READ control),
+ * or a flow's from its receiver's (receiver-side view), after the flow's
+ * own warning. */
 static char *remote_note(const json_t *rm, const char *warn)
 {
 	const char *rw = ctl_jstr(rm, "warning"), *peer = ctl_jstr(rm, "peer");
+	const char *kind = ctl_jstr(rm, "kind");
+	const char *what = kind && !strcmp(kind, "recv") ? "receiver" : "remote READ";
 	uint64_t g;
 	char *r, *gs;
 
@@ -266,18 +278,18 @@ static char *remote_note(const json_t *rm, const char *warn)
 		return ctl_xasprintf("%s%s%s", warn ? warn : "", warn ? "; " : "", rw);
 	if (ctl_juint(rm, "grant_bps", &g)) {
 		gs = ctl_fmt_rate(g);
-		r = ctl_xasprintf("%s%sremote READ: %s grants %s", warn ? warn : "", warn ? "; " : "",
+		r = ctl_xasprintf("%s%s%s: %s grants %s", warn ? warn : "", warn ? "; " : "", what,
 				  ctl_or_dash(peer), gs);
 		free(gs);
 		return r;
 	}
-	return ctl_xasprintf("%s%sremote READ: %s %s", warn ? warn : "", warn ? "; " : "",
+	return ctl_xasprintf("%s%s%s: %s %s", warn ? warn : "", warn ? "; " : "", what,
 			     ctl_or_dash(ctl_jstr(rm, "state")), ctl_or_dash(peer));
 }
 
-/* The READ flows other hosts' daemons registered here: this NIC sends
- * their data. */
-static void show_remote(const json_t *remote, FILE *out)
+/* The flows of @kind other hosts' daemons registered here: READ flows
+ * (this NIC sends their data) or incoming ones (it receives it). */
+static void show_remote_kind(const json_t *remote, const char *kind, FILE *out)
 {
 	static const char *const head[] = { "PEER", "FLOW", "QPN", "LOCAL QPN", "CLASS", "WEIGHT",
 					    "ACTIVE", "SHARE" };
@@ -286,10 +298,19 @@ static void show_remote(const json_t *remote, FILE *out)
 	const json_t *e;
 	size_t i;
 
-	if (!json_array_size(remote))
-		return;
-	fputs("\nremote READ flows served here (their data leaves this host's NIC):\n", out);
 	json_array_foreach(remote, i, e) {
+		const char *k = ctl_jstr(e, "kind");
+
+		if (strcmp(k ? k : "read", kind))
+			continue;
+		if (!t.ncells)
+			fputs(!strcmp(kind, "read")
+				      ? "\nremote READ flows served here (their data leaves this "
+					"host's NIC):\n"
+				      : "\nincoming flows served here (receiver-side views: "
+					"their data arrives at this host; SHARE: its "
+					"receiver-side grant):\n",
+			      out);
 		ctl_table_add(&t, ctl_field_str(e, "peer"));
 		ctl_table_add(&t, ctl_field(e, "flow", ctl_fmt_plain));
 		ctl_table_add(&t, ctl_field(e, "qpn", ctl_fmt_plain));
@@ -300,7 +321,14 @@ static void show_remote(const json_t *remote, FILE *out)
 							      ? "yes" : "no"));
 		ctl_table_add(&t, ctl_field(e, "share_bps", ctl_fmt_rate));
 	}
-	ctl_table_print(&t, out);
+	if (t.ncells)
+		ctl_table_print(&t, out);
+}
+
+static void show_remote(const json_t *remote, FILE *out)
+{
+	show_remote_kind(remote, "read", out);
+	show_remote_kind(remote, "recv", out);
 }
 
 void ctl_show_flows(const json_t *reply, FILE *out)

@@ -10,10 +10,12 @@
  *   make build/fuzz/fuzz_peer
  *   build/fuzz/fuzz_peer -max_total_time=60 tests/fuzz/corpus/peer
  *
- * Remote READ control's operations (daemon/rreadmsg.c, rreadtab.c:
- * remote_open, remote_close, remote_grants) are served as the daemon serves
- * them, into a responder's table that must stay within its bounds and
- * forget the connection's flows when it closes.
+ * Remote READ control's operations and receiver-side views (daemon/rreadmsg.c,
+ * rreadtab.c: remote_open, remote_close, remote_grants, kinds "read" and
+ * "recv") are served as the daemon serves them, into a responder's table
+ * that must stay within its bounds, give every incoming bandwidth flow a
+ * share within [AIMD_MIN_BPS, MaxRate] (or 0: not limited) and forget the connection's flows
+ * when it closes.
  *
  * The first input byte chooses the setting (bit 0: we dialled, bit 1: the
  * session is up, bit 2: with a shared secret); the rest is split into lines. */
@@ -73,13 +75,14 @@ static void h_grants(struct peer_ctx *c, struct peer *p, const struct peer_req *
 	struct rread_grant g[RREAD_GRANTS_MAX];
 	char err[160];
 	size_t n = SIZE_MAX;
+	uint8_t kind = 0xff;
 
-	if (rreadmsg_parse_grants(args, g, &n, err, sizeof(err))) {
+	if (rreadmsg_parse_grants(args, &kind, g, &n, err, sizeof(err))) {
 		CHECK(n == 0);
 		peer_reply_error(c, rq, "bad_request", "%s", err);
 		return;
 	}
-	CHECK(n <= RREAD_GRANTS_MAX);
+	CHECK(n <= RREAD_GRANTS_MAX && (kind == RREAD_READ || kind == RREAD_RECV));
 	for (size_t i = 0; i < n; i++)
 		CHECK(g[i].flow >= 1 && g[i].rate_bps <= RREAD_RATE_MAX);
 	peer_reply(c, rq, json_object());
@@ -98,10 +101,25 @@ static void check_table(void)
 
 			CHECK(o->flow >= 1 && o->qpn <= 0xffffff && o->peer_qpn <= 0xffffff);
 			CHECK(o->weight >= 1 && o->weight <= RREAD_WEIGHT_MAX);
+			CHECK(o->kind == RREAD_READ ? o->cls == FLOW_CLASS_BANDWIDTH
+						    : o->kind == RREAD_RECV &&
+							      (o->cls == FLOW_CLASS_BANDWIDTH ||
+							       o->cls == FLOW_CLASS_LATENCY));
 		}
 		sum += rtab.conns[i]->n;
 	}
 	CHECK(sum == rtab.total);
+	rreadtab_recv_shares(&rtab, 400000000, 1000000000);
+	for (size_t i = 0; i < rtab.n_conns; i++)
+		for (size_t j = 0; j < rtab.conns[i]->n; j++) {
+			const struct rread_entry *e = &rtab.conns[i]->e[j];
+
+			if (e->o.kind == RREAD_RECV && e->o.cls == FLOW_CLASS_BANDWIDTH)
+				CHECK(!e->rate_bps ||
+				      (e->rate_bps >= AIMD_MIN_BPS && e->rate_bps <= 1000000000));
+			else if (e->o.kind == RREAD_RECV)
+				CHECK(e->rate_bps == 0);
+		}
 }
 
 static void ignore(struct peer_ctx *c, struct peer *p, json_t *result, const char *code,

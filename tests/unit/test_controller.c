@@ -606,6 +606,63 @@ static void calibration_arithmetic(void **state)
 	assert_int_equal(calib_rate_bps(UINT64_MAX, 1), UINT64_MAX);
 }
 
+/* Receiver-side views (kind recv) in the step: incoming flows stay out of
+ * the token distribution; an incoming latency flow is L' (the reference
+ * flow is wanted); the incoming bandwidth flows get SafeUtil * w / W with
+ * it, MaxRate * w / W without; gone with their connection, nothing. */
+static void incoming_counted(void **state)
+{
+	static struct rread rr;
+	struct rread_open b1 = { .kind = RREAD_RECV, .flow = 1, .cls = FLOW_CLASS_BANDWIDTH,
+				 .qpn = 5, .peer_qpn = 6, .weight = 1, .active = true };
+	struct rread_open b2 = b1, l = b1;
+	uint64_t now = daemon_now_ns();
+	uint32_t lat0, bw0;
+	char why[160];
+
+	assert_int_equal(rread_init(&rr, &d), 0);
+	d.rread = &rr;
+	now = periods(now, 2);
+	lat0 = c.n.lat;
+	bw0 = c.n.bw;
+	b2.flow = 2;
+	b2.weight = 3;
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &b1, now, why, sizeof(why)), 0);
+	assert_int_equal(rreadtab_open(&rr.tab, 10, NULL, "s2:7471", &b2, now, why, sizeof(why)),
+			 0);
+	now = periods(now, 2);
+	assert_int_equal(c.n_remote, 0); /* not in the token distribution */
+	assert_int_equal(c.n_recv, 2);
+	assert_int_equal(c.n.bw, bw0 + 2);
+	if (c.max_rate_bps && !lat0) {
+		assert_int_equal(rr.tab.conns[0]->e[0].rate_bps, c.max_rate_bps / 4);
+		assert_int_equal(rr.tab.conns[1]->e[0].rate_bps, c.max_rate_bps / 4 * 3 +
+								 c.max_rate_bps % 4 * 3 / 4);
+	}
+	/* an incoming latency flow: protected */
+	l.flow = 3;
+	l.cls = FLOW_CLASS_LATENCY;
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &l, now, why, sizeof(why)), 0);
+	now = periods(now, 2);
+	assert_int_equal(c.n.lat, lat0 + 1);
+	assert_true(c.wanted);
+	if (c.max_rate_bps) {
+		uint64_t su = c.aimd.safe_util_bps;
+
+		assert_int_equal(rr.tab.conns[0]->e[0].rate_bps,
+				 su / 4 < AIMD_MIN_BPS ? AIMD_MIN_BPS : su / 4);
+		assert_int_equal(rr.tab.conns[0]->e[1].rate_bps, 0);
+	}
+	assert_int_equal(rreadtab_drop(&rr.tab, 9), 2);
+	assert_int_equal(rreadtab_drop(&rr.tab, 10), 1);
+	now = periods(now, 2);
+	assert_int_equal(c.n_recv, 0);
+	assert_int_equal(c.n.lat, lat0);
+	assert_int_equal(c.n.bw, bw0);
+	rread_fini(&rr);
+	d.rread = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -619,6 +676,7 @@ int main(void)
 		cmocka_unit_test(remote_read_counted),
 		cmocka_unit_test(old_calibration_file),
 		cmocka_unit_test(calibration_arithmetic),
+		cmocka_unit_test(incoming_counted),
 	};
 
 	log_init("test_controller", LOG_LVL_ERROR, 0);

@@ -150,6 +150,35 @@ static void flows_table(void **state UNUSED)
 	expect_render(ctl_show_flows, "{\"v\":1,\"ok\":true}", "no flows\n");
 }
 
+/* Receiver-side views: a flow's grant from its receiver, the incoming
+ * flows served here in their own table, READ flows in theirs, the counts
+ * in status. */
+static void flows_incoming(void **state UNUSED)
+{
+	char *got = render(ctl_show_flows,
+		"{\"flows\":[{\"id\":3,\"pid\":9,\"comm\":\"wr\",\"class\":\"bandwidth\","
+		"\"remote\":{\"kind\":\"recv\",\"state\":\"registered\",\"peer\":\"10.0.0.3:7471\","
+		"\"grant_bps\":400000000,\"warning\":null}}],"
+		"\"remote\":[{\"kind\":\"recv\",\"peer\":\"10.0.0.1:7471\",\"flow\":5,\"qpn\":17,"
+		"\"local_qpn\":18,\"class\":\"bandwidth\",\"weight\":1,\"active\":true,"
+		"\"share_bps\":300000000},{\"kind\":\"read\",\"peer\":\"10.0.0.2:7471\",\"flow\":6,"
+		"\"qpn\":19,\"local_qpn\":20,\"class\":\"bandwidth\",\"weight\":1,"
+		"\"active\":true,\"share_bps\":null}]}");
+
+	assert_non_null(strstr(got, "receiver: 10.0.0.3:7471 grants"));
+	assert_non_null(strstr(got, "incoming flows served here"));
+	assert_non_null(strstr(got, "remote READ flows served here"));
+	assert_true(strstr(got, "remote READ flows served here") < strstr(got, "incoming flows"));
+	free(got);
+	got = render(ctl_show_status,
+		"{\"remote_read\":{\"served\":{\"flows\":3,\"refused\":0,\"incoming\":"
+		"{\"latency\":1,\"bandwidth\":1}},\"requested\":{\"registered\":0,"
+		"\"unmanaged\":0}}}");
+	assert_non_null(strstr(got, "serving 1 flows"));
+	assert_non_null(strstr(got, "1 latency, 1 bandwidth flows of other hosts arrive here"));
+	free(got);
+}
+
 static void set_and_version(void **state UNUSED)
 {
 	expect_render(ctl_show_set, "{\"v\":1,\"ok\":true,\"changed\":{\"target99_us\":200}}",
@@ -177,6 +206,7 @@ int main(void)
 		cmocka_unit_test(status_qpwatch),
 		cmocka_unit_test(status_controller),
 		cmocka_unit_test(flows_table),
+		cmocka_unit_test(flows_incoming),
 		cmocka_unit_test(set_and_version),
 	};
 

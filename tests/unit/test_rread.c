@@ -9,6 +9,9 @@
  * A's entries with it and leaves B's flow unconstrained, a requester with
  * no responder daemon is warned, malformed requests are refused, and
  * grants for flows not registered on that connection change nothing.
+ * Receiver-side views (kind recv): B's WRITE and latency flows to A are
+ * registered with A, counted on A's receive side only, A's shares reach B
+ * (min of the two), a channel drop clears them, B registers them again.
  * #includes rread.c and links the daemon's other objects. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -302,9 +305,9 @@ static void peer_changes(void **state)
 static void responder_not_managed(void **state)
 {
 	struct flow *f = read_flow(B, 40, GID_OTHER);
-	struct flow *g = read_flow(B, 41, GID_LOCAL);
+	struct flow *g = read_flow(B, 41, GID_OTHER);
 
-	g->reads = false; /* not a READ flow: nothing to register */
+	g->reads = false; /* a WRITE flow to a host without a daemon: nothing to register */
 	sync_now(B);
 	pump(20);
 	assert_int_equal(f->remote.state, FLOW_REMOTE_UNMANAGED);
@@ -312,6 +315,100 @@ static void responder_not_managed(void **state)
 	assert_int_equal(g->remote.state, FLOW_REMOTE_NONE);
 	assert_int_equal(A->rr.tab.total, 0);
 	assert_int_equal(B->rr.tx.open, 0);
+}
+
+static struct flow *class_flow(struct box *b, uint32_t qpn, const char *cls)
+{
+	struct flow_req fr = { .device = "tst0", .port = 1, .qpn = qpn, .qp_type = "RC",
+			       .cls = cls, .split_qpn = -1 };
+	const char *code;
+	char msg[160];
+	struct flow *f;
+
+	f = flows_register(&b->d.flows, b->d.flows.procs, &fr, &code, msg, sizeof(msg));
+	assert_non_null(f);
+	f->peer_qpn = qpn + 1;
+	snprintf(f->peer_gid, sizeof(f->peer_gid), "%s", GID_LOCAL);
+	f->active = true;
+	return f;
+}
+
+static bool recv_granted(void *arg)
+{
+	return ((struct flow *)arg)->remote.grant_bps == 400000000;
+}
+
+/* Incast, the receiver's side: B's WRITE flow and latency flow to A. */
+static void incast_recv(void **state)
+{
+	struct flow *w = read_flow(B, 70, GID_LOCAL), *l;
+	struct tokens_flow tf[4];
+	struct aimd_flow af[4];
+	struct aimd_counts n;
+	json_t *st;
+
+	w->reads = false; /* it WRITEs: A receives its data */
+	l = class_flow(B, 72, "latency");
+	sync_now(B);
+	assert_true(pump_until(registered, w));
+	assert_true(pump_until(registered, l));
+	assert_true(pump_until(a_counts, (void *)2));
+	assert_int_equal(w->remote.sent.kind, RREAD_RECV);
+	assert_int_equal(l->remote.sent.kind, RREAD_RECV);
+	/* on A: not in the token distribution (A's NIC does not send it) ... */
+	assert_int_equal(rread_fill(&A->rr, tf, af, 0), 0);
+	/* ... but the incoming latency flow is L' for A's controller */
+	assert_int_equal(rread_fill_recv(&A->rr, af, 0), 2);
+	aimd_count(af, 2, false, &n);
+	assert_int_equal(n.lat, 1);
+	assert_int_equal(n.bw, 1);
+	/* A protects it: the WRITE flow gets SafeUtil (it is the only one) */
+	rread_set_recv(&A->rr, 400000000, 1000000000);
+	rread_after_step(&A->rr, tf, 0, clock_now_ns(), 500000);
+	assert_int_equal(A->rr.tx.grants, 1); /* one message for both */
+	assert_true(pump_until(recv_granted, w));
+	assert_int_equal(l->remote.grant_bps, 0);
+	assert_int_equal(rread_cap(w, 900000000), 400000000);
+	assert_int_equal(rread_cap(w, 100000000), 100000000);
+	assert_int_equal(rread_cap(l, 0), 0);
+	/* unchanged: nothing sent again */
+	rread_set_recv(&A->rr, 400000000, 1000000000);
+	rread_after_step(&A->rr, tf, 0, clock_now_ns() + 100000000, 500000);
+	assert_int_equal(A->rr.tx.grants, 1);
+	st = rread_status(&A->rr, clock_now_ns());
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(
+				 st, "served"), "incoming"), "latency")), 1);
+	json_decref(st);
+	st = flows_to_json(&B->d.flows);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+				    json_array_get(st, 0), "remote"), "kind")), "recv");
+	json_decref(st);
+	/* the channel drops: A forgets them, B's flows are unconstrained */
+	set_peer(B, "127.0.0.2", 9);
+	set_peer(A, "127.0.0.2", 9);
+	assert_true(pump_until(a_counts, (void *)0));
+	assert_int_equal(w->remote.grant_bps, 0);
+	assert_int_equal(rread_cap(w, 0), 0);
+	assert_int_equal(w->remote.state, FLOW_REMOTE_UNMANAGED);
+	/* back: registered again, as kind recv */
+	set_peer(B, "127.0.0.1", A->pc.listen_port);
+	set_peer(A, "127.0.0.1", B->pc.listen_port);
+	assert_true(pump_until(both_up, ab));
+	sync_now(B);
+	assert_true(pump_until(a_counts, (void *)2));
+	assert_int_equal(A->rr.tab.conns[0]->e[0].o.kind, RREAD_RECV);
+	/* the flow starts READing: the same registration, kind read now */
+	assert_true(pump_until(registered, w));
+	w->reads = true;
+	sync_now(B);
+	pump(50);
+	assert_int_equal(A->rr.tab.total, 2);
+	assert_int_equal(w->remote.sent.kind, RREAD_READ);
+	assert_int_equal(rread_fill(&A->rr, tf, af, 0), 1);
+	/* gone: closed with its kind */
+	flows_unregister(&B->d.flows, w);
+	flows_unregister(&B->d.flows, l);
+	assert_true(pump_until(a_counts, (void *)0));
 }
 
 struct answer {
@@ -397,6 +494,30 @@ static void malformed_refused(void **state)
 	}
 	assert_int_equal(f->remote.grant_bps, 0);
 	assert_int_equal(A->rr.rx.grants_ignored, 1);
+	/* kind recv: latency or bandwidth only; a grant of the other kind is
+	 * ignored even on the flow's own connection */
+	assert_string_equal(ask("remote_open", "{\"kind\":\"recv\",\"flow\":1,\"class\":\"throughput\","
+					       "\"qpn\":1,\"peer_qpn\":2,\"weight\":1,\"active\":true}"),
+			    "bad_request");
+	assert_string_equal(ask("remote_close", "{\"kind\":\"recv\",\"flow\":77}"), "not_found");
+	{
+		struct peer *pa = A->pc.in;
+		char args[96];
+
+		assert_non_null(pa);
+		f->remote.serial = pa->serial; /* as if A registered it with B as kind read */
+		f->remote.sent.kind = RREAD_READ;
+		snprintf(args, sizeof(args), "{\"kind\":\"recv\",\"grants\":[[%u,1000]]}", f->id);
+		assert_string_equal(ask("remote_grants", args), "ok");
+		assert_int_equal(f->remote.grant_bps, 0);
+		assert_int_equal(A->rr.rx.grants_ignored, 2);
+		/* (the same grant as kind read is taken: the kind was the reason) */
+		snprintf(args, sizeof(args), "{\"kind\":\"read\",\"grants\":[[%u,1000]]}", f->id);
+		assert_string_equal(ask("remote_grants", args), "ok");
+		assert_int_equal(f->remote.grant_bps, 1000);
+		f->remote.grant_bps = 0;
+		f->remote.serial = 999999;
+	}
 	/* the channel survived every one of them */
 	assert_true(up(A) && up(B));
 	/* a valid one is taken */
@@ -414,6 +535,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(peer_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(responder_not_managed, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(incast_recv, setup, teardown),
 	};
 
 	loop = ev_loop_new(EVFLAG_AUTO);

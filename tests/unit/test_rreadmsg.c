@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of daemon/rreadmsg.c, remote READ control's messages: what is
- * built parses back the same; each member missing, extra, of the wrong type
- * or out of range is refused with a reason; at most RREAD_GRANTS_MAX grants
- * in one message, and the largest one fits a sealed line.
+/* Unit tests of daemon/rreadmsg.c, remote READ control's and receiver-side
+ * views' messages: what is built parses back the same (kind "read" and
+ * "recv"); each member missing, extra, of the wrong type or out of range is
+ * refused with a reason (a latency class only with kind "recv"); at most
+ * RREAD_GRANTS_MAX grants in one message, and the largest one fits a
+ * sealed line.
  * #includes rreadmsg.c and links the daemon's other objects. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,6 +66,26 @@ static void open_roundtrip_and_bounds(void **state)
 			 -EINVAL);
 	assert_int_equal(parse_open("{\"kind\":\"read\",\"flow\":1}", &back), -EINVAL);
 	assert_int_equal(parse_open("[]", &back), -EINVAL);
+	/* kind recv: bandwidth or latency; a latency flow only as recv */
+#define OPENK(kind, cls) \
+	"{\"kind\":\"" kind "\",\"flow\":5,\"class\":\"" cls "\",\"qpn\":1,\"peer_qpn\":2," \
+	"\"weight\":3,\"active\":true}"
+	assert_int_equal(parse_open(OPENK("recv", "bandwidth"), &back), 0);
+	assert_int_equal(back.kind, RREAD_RECV);
+	assert_int_equal(back.cls, FLOW_CLASS_BANDWIDTH);
+	assert_int_equal(parse_open(OPENK("recv", "latency"), &back), 0);
+	assert_int_equal(back.kind, RREAD_RECV);
+	assert_int_equal(back.cls, FLOW_CLASS_LATENCY);
+	assert_int_equal(parse_open(OPENK("read", "latency"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPENK("recv", "throughput"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPENK("RECV", "bandwidth"), &back), -EINVAL);
+	assert_int_equal(parse_open(OPENK("", "bandwidth"), &back), -EINVAL);
+	o.kind = RREAD_RECV;
+	o.cls = FLOW_CLASS_LATENCY;
+	j = rreadmsg_open(&o);
+	assert_int_equal(rreadmsg_parse_open(j, &back, err, sizeof(err)), 0);
+	assert_true(back.kind == RREAD_RECV && back.cls == FLOW_CLASS_LATENCY);
+	json_decref(j);
 	/* 2^32 + 3 is not 3 */
 	assert_int_equal(parse_open(OPEN("4294967299", "bandwidth", "1", "2", "1", "true"), &back),
 			 -EINVAL);
@@ -73,15 +95,23 @@ static void close_bounds(void **state)
 {
 	char err[160];
 	uint32_t f = 0;
-	json_t *j = rreadmsg_close(77);
+	uint8_t k = 9;
+	json_t *j = rreadmsg_close(RREAD_READ, 77);
 
-	assert_int_equal(rreadmsg_parse_close(j, &f, err, sizeof(err)), 0);
+	assert_int_equal(rreadmsg_parse_close(j, &k, &f, err, sizeof(err)), 0);
 	assert_int_equal(f, 77);
+	assert_int_equal(k, RREAD_READ);
 	json_object_set_new(j, "more", json_true());
-	assert_int_equal(rreadmsg_parse_close(j, &f, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rreadmsg_parse_close(j, &k, &f, err, sizeof(err)), -EINVAL);
+	json_decref(j);
+	j = rreadmsg_close(RREAD_RECV, 78);
+	assert_string_equal(json_string_value(json_object_get(j, "kind")), "recv");
+	assert_int_equal(rreadmsg_parse_close(j, &k, &f, err, sizeof(err)), 0);
+	assert_int_equal(k, RREAD_RECV);
+	assert_int_equal(f, 78);
 	json_decref(j);
 	j = json_pack("{s:s, s:I}", "kind", "incast", "flow", (json_int_t)1);
-	assert_int_equal(rreadmsg_parse_close(j, &f, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rreadmsg_parse_close(j, &k, &f, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "kind"));
 	json_decref(j);
 }
@@ -90,15 +120,17 @@ static void grants_bounds(void **state)
 {
 	struct rread_grant g[RREAD_GRANTS_MAX + 1], back[RREAD_GRANTS_MAX];
 	size_t n;
+	uint8_t k;
 	char err[160], *line;
 	json_t *j, *m;
 
 	for (size_t i = 0; i <= RREAD_GRANTS_MAX; i++)
 		g[i] = (struct rread_grant){ .flow = 4294967295u - (uint32_t)i,
 					     .rate_bps = RREAD_RATE_MAX - i };
-	j = rreadmsg_grants(g, RREAD_GRANTS_MAX + 1); /* builds at most the maximum */
+	j = rreadmsg_grants(RREAD_RECV, g, RREAD_GRANTS_MAX + 1); /* builds at most the maximum */
 	assert_int_equal(json_array_size(json_object_get(j, "grants")), RREAD_GRANTS_MAX);
-	assert_int_equal(rreadmsg_parse_grants(j, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(k, RREAD_RECV);
 	assert_int_equal(n, RREAD_GRANTS_MAX);
 	for (size_t i = 0; i < n; i++)
 		assert_true(g[i].flow == back[i].flow && g[i].rate_bps == back[i].rate_bps);
@@ -111,7 +143,7 @@ static void grants_bounds(void **state)
 	json_decref(m);
 	/* one more is refused */
 	json_array_append_new(json_object_get(j, "grants"), json_pack("[i, i]", 1, 1));
-	assert_int_equal(rreadmsg_parse_grants(j, back, &n, err, sizeof(err)), -EINVAL);
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), -EINVAL);
 	json_decref(j);
 #define GR(s) json_loads("{\"kind\":\"read\",\"grants\":" s "}", 0, NULL)
 	{
@@ -122,13 +154,19 @@ static void grants_bounds(void **state)
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			j = json_loads(bad[i], 0, NULL);
 			m = json_pack("{s:s, s:o}", "kind", "read", "grants", j);
-			assert_int_equal(rreadmsg_parse_grants(m, back, &n, err, sizeof(err)), -EINVAL);
+			assert_int_equal(rreadmsg_parse_grants(m, &k, back, &n, err, sizeof(err)),
+					 -EINVAL);
 			json_decref(m);
 		}
 	}
 	j = GR("[]");
-	assert_int_equal(rreadmsg_parse_grants(j, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
 	assert_int_equal(n, 0);
+	assert_int_equal(k, RREAD_READ);
+	json_decref(j);
+	j = json_loads("{\"kind\":\"write\",\"grants\":[]}", 0, NULL);
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "kind"));
 	json_decref(j);
 }
 
