@@ -280,6 +280,7 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	tokens_distribute(c->tf, n + c->n_remote, &tp);
 	ctrlshare_set_pace_mode(c, n, n_lat_all, now, ctrlshare_measure_window(c, n, now));
 	rread_set_recv(d->rread, c->aimd.safe_util_bps, c->max_rate_bps);
+	rread_set_chunk(d->rread, c->chunk_bytes);
 	rread_after_step(d->rread, c->tf + n, c->n_remote, now, period_ns(c));
 	/* READ flows registered with their responders: a limit that came or
 	 * went changes their flags, which the shims look at again */

@@ -162,6 +162,10 @@ void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 
 	chunk = mode == JST_PACE_PROTECT ? (d ? d->chunk_latency : 5120)
 					 : (d ? d->chunk_default : 1048576);
+	/* the other end protects a latency flow: its NIC sends our READs'
+	 * responses (or receives our WRITEs) in chunks no larger (rread.c) */
+	if (f->remote.state == FLOW_REMOTE_REGISTERED && f->remote.chunk && f->remote.chunk < chunk)
+		chunk = f->remote.chunk;
 	/* a READ flow the responder's daemon limits is paced whatever the
 	 * mode here (rread.c: its rate is the lower grant) */
 	if (mode != JST_PACE_OFF || (f->remote.grant_bps && f->cls == FLOW_CLASS_BANDWIDTH)) {

@@ -164,6 +164,12 @@ static void send_grants(struct rread *rr, struct rread_conn *c, uint64_t now)
 		rreadtab_sent(c, now);
 }
 
+void rread_set_chunk(struct rread *rr, uint32_t chunk)
+{
+	if (rr)
+		rreadtab_set_chunk(&rr->tab, chunk);
+}
+
 void rread_after_step(struct rread *rr, const struct tokens_flow *tf, size_t n, uint64_t now,
 		      uint64_t period_ns)
 {
@@ -188,8 +194,9 @@ static void set_state(struct rread *rr, struct flow *f, int state, const char *f
 	va_list ap;
 
 	if (state != FLOW_REMOTE_REGISTERED) {
-		if (f->remote.grant_bps) {
+		if (f->remote.grant_bps || f->remote.chunk) {
 			f->remote.grant_bps = 0;
+			f->remote.chunk = 0;
 			flows_publish(&rr->d->flows, f);
 			rr->kick = true;
 		}
@@ -443,9 +450,12 @@ static void serve_grants(struct peer_ctx *pc, struct peer *p, const struct peer_
 			ignored++;
 			continue;
 		}
-		if (!f->remote.grant_bps != !g[i].rate_bps) {
+		if (!f->remote.grant_bps != !g[i].rate_bps || f->remote.chunk != g[i].chunk) {
 			f->remote.grant_bps = g[i].rate_bps;
-			flows_publish(&rr->d->flows, f); /* paced (or not) whatever the mode */
+			f->remote.chunk = g[i].chunk;
+			/* paced (or not) whatever the mode, split at the
+			 * smaller chunk */
+			flows_publish(&rr->d->flows, f);
 			rr->kick = true;
 		}
 		f->remote.grant_bps = g[i].rate_bps;

@@ -69,6 +69,9 @@ size_t rread_fill_recv(struct rread *rr, struct aimd_flow *af, uint32_t app0);
 /* Receiver: after the controller's step, the incoming bandwidth flows'
  * shares (rreadtab_recv_shares); rread_after_step sends them. */
 void rread_set_recv(struct rread *rr, uint64_t safe_util_bps, uint64_t max_rate_bps);
+/* Responder and receiver: this host's chunk in force, told with the
+ * grants (a requester splits its flow's messages at most that large). */
+void rread_set_chunk(struct rread *rr, uint32_t chunk);
 /* Responder: the step's shares of the remote flows (@tf, @n of them, as
  * filled); send the requesters what changed. */
 void rread_after_step(struct rread *rr, const struct tokens_flow *tf, size_t n, uint64_t now,

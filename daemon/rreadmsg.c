@@ -113,22 +113,31 @@ int rreadmsg_parse_grants(json_t *args, uint8_t *k, struct rread_grant *g, size_
 		return -EINVAL;
 	}
 	json_array_foreach(arr, i, e) {
-		json_t *f = json_array_get(e, 0), *r = json_array_get(e, 1);
-		json_int_t fv, rv;
+		json_t *f = json_array_get(e, 0), *r = json_array_get(e, 1), *c = json_array_get(e, 2);
+		json_int_t fv, rv, cv = 0;
 
-		if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_integer(f) ||
-		    !json_is_integer(r)) {
-			snprintf(err, errlen, "grants[%zu] is not [flow, rate_bps]", i);
+		/* [flow, rate_bps] or [flow, rate_bps, chunk] */
+		if (!json_is_array(e) || json_array_size(e) < 2 || json_array_size(e) > 3 ||
+		    !json_is_integer(f) || !json_is_integer(r) || (c && !json_is_integer(c))) {
+			snprintf(err, errlen, "grants[%zu] is not [flow, rate_bps, chunk]", i);
 			return -EINVAL;
 		}
 		fv = json_integer_value(f);
 		rv = json_integer_value(r);
+		if (c)
+			cv = json_integer_value(c);
 		if (fv < 1 || fv > UINT32_MAX || rv < 0 || (uint64_t)rv > RREAD_RATE_MAX) {
 			snprintf(err, errlen, "grants[%zu]: flow 1..4294967295, rate_bps 0..%llu", i,
 				 RREAD_RATE_MAX);
 			return -EINVAL;
 		}
-		g[i] = (struct rread_grant){ .flow = (uint32_t)fv, .rate_bps = (uint64_t)rv };
+		if (cv && (cv < RREAD_CHUNK_MIN || cv > RREAD_CHUNK_MAX)) {
+			snprintf(err, errlen, "grants[%zu]: chunk 0, or %u..%u", i, RREAD_CHUNK_MIN,
+				 RREAD_CHUNK_MAX);
+			return -EINVAL;
+		}
+		g[i] = (struct rread_grant){ .flow = (uint32_t)fv, .rate_bps = (uint64_t)rv,
+					     .chunk = (uint32_t)cv };
 	}
 	*n = i;
 	return 0;
@@ -155,8 +164,11 @@ json_t *rreadmsg_grants(uint8_t kind, const struct rread_grant *g, size_t n)
 	if (!arr)
 		return NULL;
 	for (size_t i = 0; i < n && i < RREAD_GRANTS_MAX; i++)
-		if (json_array_append_new(arr, json_pack("[I, I]", (json_int_t)g[i].flow,
-							 (json_int_t)g[i].rate_bps))) {
+		if (json_array_append_new(arr, g[i].chunk
+				? json_pack("[I, I, I]", (json_int_t)g[i].flow,
+					    (json_int_t)g[i].rate_bps, (json_int_t)g[i].chunk)
+				: json_pack("[I, I]", (json_int_t)g[i].flow,
+					    (json_int_t)g[i].rate_bps))) {
 			json_decref(arr);
 			return NULL;
 		}

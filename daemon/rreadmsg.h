@@ -25,6 +25,8 @@
 #define RREAD_GRANTS_MAX 128                 /* entries in one remote_grants */
 #define RREAD_RATE_MAX 10000000000000ull     /* 10 Tbit/s: a larger grant is a lie */
 #define RREAD_WEIGHT_MAX 1000                /* as a flow's weight (flows.c) */
+#define RREAD_CHUNK_MIN 256                  /* a grant's chunk: 0, or 256 B .. 1 GiB */
+#define RREAD_CHUNK_MAX (1u << 30)
 
 /* What a remote flow is to the daemon it is registered with. */
 enum rread_kind {
@@ -43,10 +45,15 @@ struct rread_open {
 	bool active;                  /* it moved data lately (the requester's view) */
 };
 
-/* One flow's share: bit/s, 0 = this side does not limit it. */
+/* One flow's share: bit/s, 0 = this side does not limit it; and the chunk
+ * its large messages should be split at for this side (bytes, 0 = no say:
+ * the responder's or receiver's chunk in force, small while it protects a
+ * latency flow, so that its NIC never sends a whole 1 MiB READ response
+ * in one go behind which that flow waits). */
 struct rread_grant {
 	uint32_t flow;
 	uint64_t rate_bps;
+	uint32_t chunk;
 };
 
 /* The arguments of each operation, strictly (every member, nothing else,

@@ -149,6 +149,13 @@ void rreadtab_set_rates(struct rread_tab *t, const struct tokens_flow *tf, size_
 				t->conns[i]->e[j].rate_bps = tf[k++].rate_bps;
 }
 
+void rreadtab_set_chunk(struct rread_tab *t, uint32_t chunk)
+{
+	for (size_t i = 0; i < t->n_conns; i++)
+		for (size_t j = 0; j < t->conns[i]->n; j++)
+			t->conns[i]->e[j].chunk = chunk;
+}
+
 size_t rreadtab_fill_recv(const struct rread_tab *t, struct aimd_flow *af, uint32_t app0)
 {
 	size_t k = 0;
@@ -222,7 +229,7 @@ static bool changed(const struct rread_entry *e)
 {
 	uint64_t a = e->rate_bps, b = e->sent_bps, d = a > b ? a - b : b - a;
 
-	if (!e->sent)
+	if (!e->sent || e->chunk != e->sent_chunk)
 		return true;
 	if (!a != !b)
 		return true;
@@ -247,7 +254,8 @@ size_t rreadtab_grants(const struct rread_conn *c, uint8_t kind, size_t *from,
 	for (j = *from; j < c->n && k < RREAD_GRANTS_MAX; j++)
 		if (c->e[j].o.kind == kind)
 			g[k++] = (struct rread_grant){ .flow = c->e[j].o.flow,
-						       .rate_bps = c->e[j].rate_bps };
+						       .rate_bps = c->e[j].rate_bps,
+						       .chunk = c->e[j].chunk };
 	*from = j;
 	return k;
 }
@@ -256,6 +264,7 @@ void rreadtab_sent(struct rread_conn *c, uint64_t now)
 {
 	for (size_t j = 0; j < c->n; j++) {
 		c->e[j].sent_bps = c->e[j].rate_bps;
+		c->e[j].sent_chunk = c->e[j].chunk;
 		c->e[j].sent = true;
 	}
 	c->last_sent_ns = now;

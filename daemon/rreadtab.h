@@ -31,6 +31,7 @@ struct rread_entry {
 	struct rread_open o;
 	uint64_t rate_bps;            /* its share after the last step, 0: not limited */
 	uint64_t sent_bps;            /* what its requester was told last */
+	uint32_t chunk, sent_chunk;   /* this host's chunk in force (rreadtab_set_chunk), told */
 	bool sent;                    /* told anything yet */
 	uint64_t since_ns;            /* registered */
 };
@@ -63,6 +64,10 @@ int rreadtab_close(struct rread_tab *t, uint64_t serial, uint8_t kind, uint32_t 
 /* The connection went away: forget its flows.  How many there were. */
 size_t rreadtab_drop(struct rread_tab *t, uint64_t serial);
 void rreadtab_fini(struct rread_tab *t);
+
+/* This host's chunk in force (the controller's: small while it protects a
+ * latency flow), told to every remote flow's requester with its grant. */
+void rreadtab_set_chunk(struct rread_tab *t, uint32_t chunk);
 
 /* Append one tokens and one aimd entry per remote READ flow (each its own
  * application, numbered from @app0) to @tf and @af; how many (at most

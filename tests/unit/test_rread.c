@@ -225,6 +225,22 @@ static void register_grant_close(void **state)
 	assert_int_equal(A->rr.tx.grants, 2);
 	pump(50);
 	assert_int_equal(f->remote.grant_bps, 150000000);
+	/* A protects a latency flow: its chunk comes with the grant (a change
+	 * of chunk is news at once), and B splits the READs no larger */
+	assert_int_equal(atomic_load(&slot->chunk_bytes), 1048576);
+	rread_set_chunk(&A->rr, 5120);
+	rread_after_step(&A->rr, tf, 1, clock_now_ns() + 400000000, 500000);
+	assert_int_equal(A->rr.tx.grants, 3);
+	pump(50);
+	assert_int_equal(f->remote.chunk, 5120);
+	assert_int_equal(atomic_load(&slot->chunk_bytes), 5120);
+	assert_int_equal(f->remote.grant_bps, 150000000);
+	/* and no more once it stops protecting */
+	rread_set_chunk(&A->rr, 0);
+	rread_after_step(&A->rr, tf, 1, clock_now_ns() + 500000000, 500000);
+	pump(50);
+	assert_int_equal(f->remote.chunk, 0);
+	assert_int_equal(atomic_load(&slot->chunk_bytes), 1048576);
 	/* a weight change is an update of the registration, not a second flow */
 	f->weight = 5;
 	sync_now(B);

@@ -126,14 +126,16 @@ static void grants_bounds(void **state)
 
 	for (size_t i = 0; i <= RREAD_GRANTS_MAX; i++)
 		g[i] = (struct rread_grant){ .flow = 4294967295u - (uint32_t)i,
-					     .rate_bps = RREAD_RATE_MAX - i };
+					     .rate_bps = RREAD_RATE_MAX - i,
+					     .chunk = i % 2 ? RREAD_CHUNK_MAX - (uint32_t)i : 0 };
 	j = rreadmsg_grants(RREAD_RECV, g, RREAD_GRANTS_MAX + 1); /* builds at most the maximum */
 	assert_int_equal(json_array_size(json_object_get(j, "grants")), RREAD_GRANTS_MAX);
 	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
 	assert_int_equal(k, RREAD_RECV);
 	assert_int_equal(n, RREAD_GRANTS_MAX);
 	for (size_t i = 0; i < n; i++)
-		assert_true(g[i].flow == back[i].flow && g[i].rate_bps == back[i].rate_bps);
+		assert_true(g[i].flow == back[i].flow && g[i].rate_bps == back[i].rate_bps &&
+			    g[i].chunk == back[i].chunk);
 	/* the largest message, as a request on the wire, fits a sealed line */
 	m = json_pack("{s:i, s:s, s:I, s:s, s:O}", "v", 2, "type", "req", "id",
 		      (json_int_t)INT64_MAX, "op", RREAD_OP_GRANTS, "args", j);
@@ -148,8 +150,9 @@ static void grants_bounds(void **state)
 #define GR(s) json_loads("{\"kind\":\"read\",\"grants\":" s "}", 0, NULL)
 	{
 		static const char *const bad[] = { "[[0,1]]", "[[1,-1]]", "[[1,10000000000001]]",
-						   "[[1]]", "[[1,2,3]]", "[{\"flow\":1}]",
-						   "[[1,1.5]]", "{}", "[[\"1\",1]]" };
+						   "[[1]]", "[[1,2,255]]", "[[1,2,1073741825]]",
+						   "[[1,2,-1]]", "[[1,2,5120,4]]", "[[1,2,\"5K\"]]",
+						   "[{\"flow\":1}]", "[[1,1.5]]", "{}", "[[\"1\",1]]" };
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			j = json_loads(bad[i], 0, NULL);
@@ -159,6 +162,13 @@ static void grants_bounds(void **state)
 			json_decref(m);
 		}
 	}
+	/* the chunk is optional, 0 = no say */
+	j = GR("[[9,1000,5120],[10,0],[11,5,0]]");
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 3);
+	assert_true(back[0].flow == 9 && back[0].rate_bps == 1000 && back[0].chunk == 5120);
+	assert_true(back[1].chunk == 0 && back[2].chunk == 0 && back[2].rate_bps == 5);
+	json_decref(j);
 	j = GR("[]");
 	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
 	assert_int_equal(n, 0);
