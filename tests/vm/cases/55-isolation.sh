@@ -264,10 +264,11 @@ elephant_with_lat() {
 	if [[ $mode == justitia ]]; then
 		# one look at jd1 once the latency flow is registered, one after
 		# it (justctl and jq cost the guest CPU that the flows compete
-		# for: no more than that)
+		# for: no more than that); jd1 counts its own latency flow and,
+		# once jd0 registers it (kind recv), the server's side too
 		(for _ in $(seq 40); do
 			sleep 0.5
-			[ "$(ctl 1 status | jq -r .controller.flows.latency)" = 1 ] && break
+			[ "$(ctl 1 status | jq -r ".controller.flows.latency >= 1")" = true ] && break
 		done
 		snap during) &
 		smp=$!
