@@ -270,11 +270,13 @@ echo "(a) jd0: remote READ flows served $(jq -r .remote_read.served.flows "$S0" 
 S0=$L/b-justitia-jd0.status.json F0=$L/b-justitia-jd0.flows.json F1=$L/b-justitia-jd1.flows.json
 # (its "active" flag, and with it A's count of bandwidth flows, follows
 # B's activity window: printed, not judged)
-expect_eq b.jd0.serves.remote 1 "$(jq -r .remote_read.served.flows "$S0" 2>/dev/null)"
+# (A also serves C's side of the latency flow, an incoming flow of kind
+# recv: the READ is the one of kind read)
+expect_eq b.jd0.serves.remote 1 "$(jq -r '[.remote[] | select(.kind == "read")] | length' "$F0" 2>/dev/null)"
 expect_eq b.jd0.protects "protect yes" \
 	"$(jq -r '.controller | "\(.pace_mode) \(if .flows.latency >= 1 then "yes" else "no" end)"' "$S0" 2>/dev/null)"
 expect_eq b.jd0.remote.entry "read bandwidth yes" \
-	"$(jq -r '.remote[0] | "\(.kind) \(.class) \(if .share_bps > 0 then "yes" else "no" end)"' "$F0" 2>/dev/null)"
+	"$(jq -r '[.remote[] | select(.kind == "read")][0] | "\(.kind) \(.class) \(if .share_bps > 0 then "yes" else "no" end)"' "$F0" 2>/dev/null)"
 expect_eq b.justctl.jd0.shows.remote yes \
 	"$(grep -q "remote READ flows served here" "$L/b-justitia-jd0.flows.txt" && echo yes)"
 expect_eq b.jd1.registered "registered yes" \
@@ -282,7 +284,7 @@ expect_eq b.jd1.registered "registered yes" \
 gb=$(jq -r '[.flows[] | select(.remote != null) | .remote.grant_bps][0]' "$F1" 2>/dev/null)
 echo "(b) jd0: SafeUtil $(jq -r .controller.safe_util_bps "$S0" 2>/dev/null) bit/s," \
 	"reference p99 $(jq -r .controller.current99_ns "$S0" 2>/dev/null) ns," \
-	"remote share $(jq -r '.remote[0].share_bps' "$F0" 2>/dev/null) bit/s," \
+	"remote share $(jq -r '[.remote[] | select(.kind == "read")][0].share_bps' "$F0" 2>/dev/null) bit/s," \
 	"bandwidth flows $(jq -r .controller.flows.bandwidth "$S0" 2>/dev/null)," \
 	"remote_open received $(jq -r .remote_read.messages.received.open "$S0" 2>/dev/null)," \
 	"grants sent $(jq -r .remote_read.messages.sent.grants "$S0" 2>/dev/null); jd1: grant $gb bit/s"
