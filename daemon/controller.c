@@ -175,6 +175,13 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	/* the flows other hosts' daemons say arrive here (incast): an
 	 * incoming latency flow is protected as a local one (rread.h) */
 	c->n_recv = rread_fill_recv(d->rread, c->af + n + c->n_remote, app + (uint32_t)c->n_remote);
+	/* ... and so is what it protects against: this host's own bandwidth
+	 * flows go paced and split at the small chunk (pace mode protect), as
+	 * for a local latency flow; its NIC sends a latency READ's responses,
+	 * and a ping-pong's answers */
+	for (size_t i = n + c->n_remote; i < n + c->n_remote + c->n_recv; i++)
+		if (c->af[i].cls == FLOW_CLASS_LATENCY)
+			n_lat_all++;
 	total += c->n_remote + c->n_recv;
 	aimd_count(c->af, n + c->n_remote + c->n_recv, cfg->controller.one_flow_per_app, &c->n);
 

@@ -137,6 +137,37 @@ static void nothing_registered(void **state)
 	assert_string_equal(d.ctrl.ref_error, "no peer channel");
 }
 
+/* With no local flow at all (it runs second): an incoming latency flow (a
+ * latency READ served here, a ping-pong answered from here) puts this
+ * host in pace mode protect, small chunk, as a local latency flow does;
+ * gone with its connection, the mode is off again. */
+static void incoming_latency_protects(void **state)
+{
+	static struct rread rr;
+	struct rread_open l = { .kind = RREAD_RECV, .flow = 3, .cls = FLOW_CLASS_LATENCY,
+				.qpn = 5, .peer_qpn = 6, .weight = 1, .active = true };
+	uint64_t now = periods(daemon_now_ns(), 2);
+	char why[160];
+
+	assert_int_equal(c.n.lat, 0);
+	assert_int_equal(c.pace_mode, JST_PACE_OFF);
+	assert_int_equal(rread_init(&rr, &d), 0);
+	d.rread = &rr;
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &l, now, why, sizeof(why)), 0);
+	now = periods(now, 2);
+	assert_int_equal(c.n.lat, 1);
+	assert_int_equal(c.pace_mode, JST_PACE_PROTECT);
+	assert_int_equal(d.flows.pace_mode, JST_PACE_PROTECT);
+	assert_int_equal(atomic_load(&global()->chunk_bytes), 4096);
+	assert_int_equal(rreadtab_drop(&rr.tab, 9), 1);
+	now = periods(now, 2);
+	assert_int_equal(c.n.lat, 0);
+	assert_int_equal(c.pace_mode, JST_PACE_OFF);
+	assert_int_equal(atomic_load(&global()->chunk_bytes), 1 << 20);
+	rread_fini(&rr);
+	d.rread = NULL;
+}
+
 static void flows_and_rates(void **state)
 {
 	int err;
@@ -639,7 +670,8 @@ static void incoming_counted(void **state)
 		assert_int_equal(rr.tab.conns[1]->e[0].rate_bps, c.max_rate_bps / 4 * 3 +
 								 c.max_rate_bps % 4 * 3 / 4);
 	}
-	/* an incoming latency flow: protected */
+	/* an incoming latency flow: protected, and this host's own flows are
+	 * paced and split small as for a local latency flow */
 	l.flow = 3;
 	l.cls = FLOW_CLASS_LATENCY;
 	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &l, now, why, sizeof(why)), 0);
@@ -667,6 +699,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(nothing_registered),
+		cmocka_unit_test(incoming_latency_protects),
 		cmocka_unit_test(flows_and_rates),
 		cmocka_unit_test(target_over_base),
 		cmocka_unit_test(status_object),
