@@ -165,6 +165,71 @@ static void per_flow(FILE *out, const json_t *flows)
 	}
 }
 
+/* One family whose samples are members of the object at path, one per
+ * key, labelled name=key (a member missing or not a count is left out). */
+static void labelled(FILE *out, const json_t *st, const char *path, const char *name,
+		     const char *type, const char *help, const char *lname,
+		     const char *const *keys, size_t n)
+{
+	const json_t *o = at(st, path);
+	bool header = false;
+	uint64_t v;
+
+	if (!json_is_object(o))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!get_u64(o, keys[i], &v))
+			continue;
+		if (!header)
+			family(out, name, type, help);
+		header = true;
+		fprintf(out, "%s{", name);
+		label(out, lname, keys[i], true);
+		fprintf(out, "} %" PRIu64 "\n", v);
+	}
+}
+
+/* remote READ control and receiver-side views (status remote_read,
+ * docs/protocol.md; absent from a daemon without them) */
+static void remote_read(FILE *out, const json_t *st)
+{
+	static const char *const incoming[] = { "latency", "bandwidth" };
+	static const char *const states[] = { "registered", "pending", "unmanaged", "refused" };
+	static const char *const msgs[] = { "open", "close", "grants" };
+
+	if (!json_is_object(at(st, "remote_read")))
+		return;
+	one(out, st, "remote_read.served.flows", "justitia_remote_served_flows", "gauge",
+	    "Flows other hosts' daemons registered here (remote READs and incoming flows).", 1);
+	labelled(out, st, "remote_read.served.incoming", "justitia_remote_incoming_flows", "gauge",
+		 "Flows other hosts send here, registered by their daemons, by class.", "class",
+		 incoming, 2);
+	one(out, st, "remote_read.served.opened", "justitia_remote_served_opened_total",
+	    "counter", "Registrations accepted from other daemons.", 1);
+	one(out, st, "remote_read.served.closed", "justitia_remote_served_closed_total",
+	    "counter", "Registrations their daemons closed.", 1);
+	one(out, st, "remote_read.served.dropped", "justitia_remote_served_dropped_total",
+	    "counter", "Registrations dropped with their daemon's connection.", 1);
+	one(out, st, "remote_read.served.refused", "justitia_remote_served_refused_total",
+	    "counter", "Registrations refused (over a limit).", 1);
+	one(out, st, "remote_read.served.grants_sent", "justitia_remote_grants_sent_total",
+	    "counter", "remote_grants messages sent to other daemons.", 1);
+	labelled(out, st, "remote_read.requested", "justitia_remote_requested_flows", "gauge",
+		 "This host's flows registered with their peer's daemon, by state.", "state",
+		 states, 4);
+	labelled(out, st, "remote_read.messages.sent", "justitia_remote_messages_sent_total",
+		 "counter", "Daemon channel requests sent, by type.", "type", msgs, 3);
+	labelled(out, st, "remote_read.messages.received",
+		 "justitia_remote_messages_received_total", "counter",
+		 "Daemon channel requests received, by type.", "type", msgs, 3);
+	one(out, st, "remote_read.messages.received.grants_applied",
+	    "justitia_remote_grant_entries_applied_total", "counter",
+	    "Grant entries applied to this host's flows.", 1);
+	one(out, st, "remote_read.messages.received.grants_ignored",
+	    "justitia_remote_grant_entries_ignored_total", "counter",
+	    "Grant entries for flows not registered on their connection.", 1);
+}
+
 void ctl_metrics_write(const json_t *st, const json_t *flows, bool with_flows, FILE *out)
 {
 	static const char *const classes[] = { JST_CLASS_NAME_LIST };
@@ -237,19 +302,8 @@ void ctl_metrics_write(const json_t *st, const json_t *flows, bool with_flows, F
 	    "Endpoints this daemon serves for other daemons' reference flows.", 1);
 	one(out, st, "counts.clients", "justitia_clients", "gauge",
 	    "Clients connected to the control socket.", 1);
-	if (json_is_object(at(st, "counts"))) {
-		family(out, "justitia_flows", "gauge", "Registered flows by class.");
-		for (size_t i = 0; i < 3; i++) {
-			char path[32];
-
-			snprintf(path, sizeof(path), "counts.%s", classes[i]);
-			if (!get_u64(st, path, &v))
-				continue;
-			fputs("justitia_flows{", out);
-			label(out, "class", classes[i], true);
-			fprintf(out, "} %" PRIu64 "\n", v);
-		}
-	}
+	labelled(out, st, "counts", "justitia_flows", "gauge", "Registered flows by class.",
+		 "class", classes, 3);
 	one(out, st, "limits.max_clients", "justitia_limit_clients", "gauge",
 	    "limits.max_clients.", 1);
 	one(out, st, "limits.max_flows", "justitia_limit_flows", "gauge", "limits.max_flows.", 1);
@@ -264,6 +318,7 @@ void ctl_metrics_write(const json_t *st, const json_t *flows, bool with_flows, F
 	    "User QPs in the kernel as the QP watcher knows them.", 1);
 	one(out, st, "qpwatch.lost", "justitia_qpwatch_lost_total", "counter",
 	    "QP records the kernel could not queue.", 1);
+	remote_read(out, st);
 	if (with_flows && json_is_array(flows))
 		per_flow(out, flows);
 }

@@ -327,7 +327,13 @@ static const char status_json[] =
 	"\"counts\":{\"clients\":3,\"flows\":3,\"latency\":1,\"throughput\":0,\"bandwidth\":2,"
 	"\"unmanaged\":4},\"limits\":{\"max_clients\":256,\"max_flows\":4096,"
 	"\"max_flows_per_client\":1024},"
-	"\"qpwatch\":{\"state\":\"on\",\"qps\":9,\"unmanaged\":4,\"lost\":0}}";
+	"\"qpwatch\":{\"state\":\"on\",\"qps\":9,\"unmanaged\":4,\"lost\":0},"
+	"\"remote_read\":{\"served\":{\"flows\":3,\"incoming\":{\"latency\":1,\"bandwidth\":2},"
+	"\"opened\":5,\"closed\":1,\"dropped\":1,\"refused\":0,\"grants_sent\":37,"
+	"\"last_refusal\":null,\"entries\":[]},\"requested\":{\"registered\":2,\"pending\":0,"
+	"\"unmanaged\":1,\"refused\":0},\"messages\":{\"sent\":{\"open\":19,\"close\":2,"
+	"\"grants\":0},\"received\":{\"open\":0,\"close\":0,\"grants\":37,"
+	"\"grants_applied\":70,\"grants_ignored\":4}}}}";
 
 static const char flows_json[] =
 	"[{\"id\":1,\"pid\":7,\"comm\":\"memcached\",\"class\":\"latency\",\"device\":\"rxe0\","
@@ -367,6 +373,18 @@ static void full_state(void **state)
 	assert_true(find(&e, "justitia_unmanaged_qps", "")->value == 4);
 	assert_true(find(&e, "justitia_flows", "class=bandwidth")->value == 2);
 	assert_true(fabs(find(&e, "justitia_uptime_seconds", "")->value - 3723.004) < 1e-9);
+	/* remote READ control and receiver-side views */
+	assert_true(find(&e, "justitia_remote_served_flows", "")->value == 3);
+	assert_true(find(&e, "justitia_remote_incoming_flows", "class=latency")->value == 1);
+	assert_true(find(&e, "justitia_remote_incoming_flows", "class=bandwidth")->value == 2);
+	assert_true(find(&e, "justitia_remote_grants_sent_total", "")->value == 37);
+	assert_true(find(&e, "justitia_remote_served_dropped_total", "")->value == 1);
+	assert_true(find(&e, "justitia_remote_requested_flows", "state=unmanaged")->value == 1);
+	assert_true(find(&e, "justitia_remote_messages_sent_total", "type=open")->value == 19);
+	assert_true(find(&e, "justitia_remote_messages_received_total", "type=grants")->value ==
+		    37);
+	assert_true(find(&e, "justitia_remote_grant_entries_applied_total", "")->value == 70);
+	assert_true(find(&e, "justitia_remote_grant_entries_ignored_total", "")->value == 4);
 	/* per flow: the hostile comm comes back as sent, control bytes as '?' */
 	s = find(&e, "justitia_flow_sent_bytes_total",
 		 "flow=2\x1fpid=8\x1f" "comm=a\"b\\c\nd?\x1f" "class=bandwidth\x1f"
@@ -419,6 +437,7 @@ static void sparse_status(void **state)
 	if (expo_parse(&e, text))
 		fail_msg("%s in:\n%s", e.err, text);
 	assert_null(find(&e, "justitia_latency_p99_seconds", NULL));
+	assert_null(find(&e, "justitia_remote_served_flows", NULL)); /* no remote_read */
 	expo_free(&e);
 	free(text);
 	json_decref(st);
