@@ -108,13 +108,13 @@ static size_t remote_competing(const struct ctrl *c, size_t n, double *w)
  * competing flows' (@w_loc), of MaxRate (SafeUtil without a latency flow,
  * the paper's): this host's NIC sends their data, but nothing here
  * measures it, so C (what the local flows are seen to move) says nothing
- * of it.  Returns the part of C left to the local flows. */
-static double remote_share_rates(struct ctrl *c, size_t n, double w_loc)
+ * of it.  @w_rem: their weights (remote_competing()).  Returns the
+ * part of C left to the local flows. */
+static double remote_share_rates(struct ctrl *c, size_t n, double w_loc, double w_rem)
 {
-	double w_rem, cap = (double)c->share.c_bps;
+	double cap = (double)c->share.c_bps;
 	double su = c->max_rate_bps ? (double)c->max_rate_bps : cap;
 
-	remote_competing(c, n, &w_rem);
 	for (size_t i = n; i < n + c->n_remote; i++) {
 		struct tokens_flow *t = &c->tf[i];
 		double w = t->weight ? t->weight : 1;
@@ -127,8 +127,9 @@ static double remote_share_rates(struct ctrl *c, size_t n, double w_loc)
 
 /* SHARE: the tokens' rate is C, adapted every window (share.h), and each
  * active flow's grant its max-min fair fraction of C; a flow not active
- * gets what it would get if it became active now. */
-static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entered)
+ * gets what it would get if it became active now.  @w_rem: the competing
+ * remote READ flows' weights. */
+static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ended, bool entered)
 {
 	struct share_flow *sf = c->sf;
 	double opb = ops_per_bit(c), w_act = 0, cap;
@@ -184,7 +185,7 @@ static void share_rates(struct ctrl *c, size_t n, bool window_ended, bool entere
 	}
 	for (size_t j = 0; j < k; j++)
 		w_act += sf[j].weight ? sf[j].weight : 1;
-	cap = remote_share_rates(c, n, w_act);
+	cap = remote_share_rates(c, n, w_act, w_rem);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = c->fp[i];
@@ -218,10 +219,9 @@ void ctrlshare_set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, uint6
 {
 	struct daemon *d = c->d;
 	size_t n_comp = 0;
+	double w_rem;
 	int mode;
 	bool entered;
-
-	double w_rem;
 
 	for (size_t i = 0; i < n; i++)
 		if (competing(c->fp[i]))
@@ -253,7 +253,7 @@ void ctrlshare_set_pace_mode(struct ctrl *c, size_t n, uint32_t n_lat_all, uint6
 		for (size_t i = 0; i < n + c->n_remote; i++)
 			c->tf[i].rate_bps = c->tf[i].ops_per_s = c->tf[i].wait_ns = 0;
 	} else if (mode == JST_PACE_SHARE) {
-		share_rates(c, n, window_ended, entered);
+		share_rates(c, n, w_rem, window_ended, entered);
 	}
 }
 
