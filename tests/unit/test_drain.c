@@ -15,7 +15,11 @@ static void refused_wr_becomes_flush_completion(void **state)
 	pthread_mutex_lock(&prov.lock);
 	prov.fail_from = 2; /* the provider refuses from the third WR on */
 	pthread_mutex_unlock(&prov.lock);
-	post_n(5, 40, 1000);
+	/* 100 ms each at 1 MB/s: the first goes at once, the others queue
+	 * behind the second even if this thread is slow to post them (with
+	 * 1 ms each, a busy host let the third go directly, and its refusal
+	 * came back from the post call) */
+	post_n(5, 40, 100000);
 	for (int i = 0; i < 3000 && got < 3; i++) {
 		got += ibv_poll_cq(&cq, 8 - got, wc + got);
 		usleep(1000);
@@ -93,6 +97,8 @@ static void provider_without_room_keeps_the_backlog(void **state)
  * (stopping there would wait forever for completions nobody signaled). */
 static void split_window_never_shrinks_under_a_message(void **state)
 {
+	uint32_t inflight, unsignaled;
+
 	use_split_qp();
 	atomic_store(&gseg.slot[0].rate_bps, 8000000); /* 1000 B chunks: 1 ms each */
 	/* window 1 MB/s * 14 ms + 2 = 16 (a base round trip of this epoch) */
@@ -102,14 +108,28 @@ static void split_window_never_shrinks_under_a_message(void **state)
 	prov.complete_split = 1;
 	pthread_mutex_unlock(&prov.lock);
 	post_one_write(7, 20000);
-	for (int i = 0; i < 3000 && provider_count() < 6; i++)
-		usleep(1000);
-	/* five or more in flight, none signaled yet (every 8th is) */
-	pthread_mutex_lock(&q->lock);
-	assert_true(q->bl_head && q->bl_head->inflight >= 5);
-	assert_true(q->split.c_since_sig >= 5);
-	q->split.c_min_cur_ns = q->split.c_min_prev_ns = 1; /* now the window would be 4 */
-	pthread_mutex_unlock(&q->lock);
+	/* wait for five or more in flight, none signaled yet (every 8th is),
+	 * looked at under the QP's lock: a test thread slow to look (a busy
+	 * host) would otherwise find the 8th, signaled, just posted; the
+	 * daemon stays alive meanwhile (a stale heartbeat would fail open
+	 * and drain it all unpaced) */
+	for (int i = 0; i < 3000; i++) {
+		atomic_store(&gseg.g.heartbeat_ns, mono());
+		pthread_mutex_lock(&q->lock);
+		inflight = q->bl_head ? q->bl_head->inflight : 0;
+		unsignaled = q->split.c_since_sig;
+		if (inflight >= 5 && unsignaled >= 5) {
+			/* now the window would be 4 */
+			q->split.c_min_cur_ns = q->split.c_min_prev_ns = 1;
+			pthread_mutex_unlock(&q->lock);
+			break;
+		}
+		pthread_mutex_unlock(&q->lock);
+		usleep(200);
+	}
+	/* (asserted with the lock free: a failure must not hang the teardown) */
+	assert_true(inflight >= 5);
+	assert_true(unsignaled >= 5);
 	/* (the daemon stays alive: a stale heartbeat would fail open and
 	 * drain it all unpaced) */
 	for (int i = 0; i < 1000 && !provider_saw(7); i++) {
