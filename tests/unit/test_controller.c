@@ -392,60 +392,40 @@ static void trace(void **state)
 	}
 }
 
+/* calibrate with @req (consumed) fails with error @code, its message
+ * containing @msg (unless NULL) */
+static void calibrate_fails(json_t *req, const char *code, const char *msg)
+{
+	json_t *r = ctrl_calibrate(&c, req);
+	json_t *e = json_object_get(r, "error");
+
+	assert_string_equal(json_string_value(json_object_get(e, "code")), code);
+	if (msg)
+		assert_non_null(strstr(json_string_value(json_object_get(e, "message")), msg));
+	json_decref(r);
+	json_decref(req);
+}
+
 static void calibrate_arguments(void **state)
 {
-	json_t *req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "duration_ms", 5);
-	json_t *r = ctrl_calibrate(&c, req);
-
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
-							      "code")),
-			    "bad_request");
-	json_decref(r);
-	json_decref(req);
-	req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "bogus", 5);
-	r = ctrl_calibrate(&c, req);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
-							      "code")),
-			    "bad_request");
-	json_decref(r);
-	json_decref(req);
+	calibrate_fails(json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "duration_ms", 5),
+			"bad_request", NULL);
+	calibrate_fails(json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "bogus", 5),
+			"bad_request", NULL);
 	/* qps: 1..CALIB_MAX_QPS */
 	for (int i = 0; i < 3; i++) {
 		static const int bad[] = { 0, CALIB_MAX_QPS + 1, -1 };
 
-		req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "qps", bad[i]);
-		r = ctrl_calibrate(&c, req);
-		assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
-								      "code")),
-				    "bad_request");
-		assert_non_null(strstr(json_string_value(json_object_get(
-					   json_object_get(r, "error"), "message")),
-				       "qps must be 1..16"));
-		json_decref(r);
-		json_decref(req);
+		calibrate_fails(json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "qps",
+					  bad[i]),
+				"bad_request", "qps must be 1..16");
 	}
-	req = json_pack("{s:i, s:s, s:s}", "v", 1, "cmd", "calibrate", "qps", "8");
-	r = ctrl_calibrate(&c, req);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
-							      "code")),
-			    "bad_request");
-	json_decref(r);
-	json_decref(req);
+	calibrate_fails(json_pack("{s:i, s:s, s:s}", "v", 1, "cmd", "calibrate", "qps", "8"),
+			"bad_request", NULL);
 	/* no peer channel at all (a valid qps gets that far) */
-	req = json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "qps", 1);
-	r = ctrl_calibrate(&c, req);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
-							      "code")),
-			    "not_found");
-	json_decref(r);
-	json_decref(req);
-	req = json_pack("{s:i, s:s}", "v", 1, "cmd", "calibrate");
-	r = ctrl_calibrate(&c, req);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"),
-							      "code")),
-			    "not_found");
-	json_decref(r);
-	json_decref(req);
+	calibrate_fails(json_pack("{s:i, s:s, s:i}", "v", 1, "cmd", "calibrate", "qps", 1),
+			"not_found", NULL);
+	calibrate_fails(json_pack("{s:i, s:s}", "v", 1, "cmd", "calibrate"), "not_found", NULL);
 }
 
 /* MaxRate "auto": the calibration file, then the link speed (none here). */
