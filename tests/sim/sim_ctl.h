@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's control loop in the model: one per sending host, stepping
+/* The daemon's control loop in the model: one per sending host (with the
+ * peer views, also per host that only serves READs or receives), stepping
  * every RefPeriod in virtual time and running the daemon's own modules -
  * daemon/quantile.c (the reference flow's window and Current99),
  * daemon/aimd.c (Pseudocode 1, SafeUtil) and daemon/tokens.c (each flow's

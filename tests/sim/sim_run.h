@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One run of the model: hosts, flows, and (with Justitia) one daemon
- * control loop per sending host; results per flow class. */
+ * control loop per sending host - with the peer views (sim_view.h) per
+ * host that sends, serves READs or receives; results per flow class. */
 #ifndef JUSTITIA_SIM_RUN_H
 #define JUSTITIA_SIM_RUN_H
 
