@@ -78,12 +78,14 @@ JUSTBENCH_LIBS := -libverbs -ljansson -pthread
 
 # ---------------------------------------------------------------- justsim
 # The RNIC model (tests/sim/, docs/rnic-model.md) with the daemon's pure
-# controller modules on top, in virtual time.
+# controller modules on top, in virtual time (and its table of the flows
+# other hosts register, rreadtab.c, for the peer views).
 SIM_SRCS     := $(wildcard tests/sim/*.c)
 # The shim's objects but the interposer and its API (preload.c, api.c): the
 # model's flows post through the real shim (tests/sim/sim_shim.c).
 SIM_OBJS     := $(SIM_SRCS:%.c=$(B)/obj/%.o) $(B)/obj/daemon/quantile.o \
 	$(B)/obj/daemon/aimd.o $(B)/obj/daemon/tokens.o $(B)/obj/daemon/share.o \
+	$(B)/obj/daemon/rreadtab.o $(B)/obj/daemon/rreadmsg.o $(B)/obj/common/log.o \
 	$(filter-out $(B)/obj/shim/preload.o $(B)/obj/shim/api.o,$(SHIM_OBJS))
 JUSTSIM      := $(B)/justsim
 JUSTSIM_LIBS := -ljansson -libverbs -ldl -pthread

@@ -34,6 +34,10 @@ static void usage(FILE *f)
 	      "  -p, --period US        RefPeriod (500)\n"
 	      "      --start US         applications start (1000; the daemon at 0)\n"
 	      "      --pace-mode M      auto, share, protect (controller.pace_mode) or paper (auto)\n"
+	      "      --channel-us US    the daemons' channel, one way, for the views rows (10)\n"
+	      "      --sync-ms MS       the requesters' registration sync, views rows (50)\n"
+	      "      --no-views         no \"views\" rows (Justitia with the peer views)\n"
+	      "      --view-kinds K     views rows: read, recv or both views (both)\n"
 	      "  -q, --quiet            no table\n",
 	      f);
 }
@@ -86,11 +90,13 @@ int main(int argc, char **argv)
 		{ "max-rate", required_argument, 0, 'M' }, { "pfc", required_argument, 0, 'P' },
 		{ "start", required_argument, 0, 'S' },	 { "pace-mode", required_argument, 0, 'X' },
 		{ "quiet", no_argument, 0, 'q' },	 { "help", no_argument, 0, 'h' },
+		{ "channel-us", required_argument, 0, 'C' }, { "sync-ms", required_argument, 0, 'Y' },
+		{ "no-views", no_argument, 0, 'V' },	 { "view-kinds", required_argument, 0, 'K' },
 		{ 0, 0, 0, 0 },
 	};
 	struct sim_params p;
 	const char *json_path = NULL;
-	int trace = 0, quiet = 0, warmup_set = 0, c, rc = 0;
+	int trace = 0, quiet = 0, warmup_set = 0, no_views = 0, c, rc = 0;
 	uint64_t v, duration = 0, rx = 0, max_rate = 0;
 	struct sim_flow_cfg *flows;
 	json_t *out, *runs;
@@ -134,6 +140,27 @@ int main(int argc, char **argv)
 				p.ctl.min_pace_mode = SIM_PACE_PAPER;
 			else
 				bad = 1;
+			break;
+		case 'C':
+			bad = parse_u64(optarg, &v) || v > 1000000;
+			p.channel_ns = v * 1000;
+			break;
+		case 'Y':
+			bad = parse_u64(optarg, &v) || !v || v > 100000;
+			p.sync_ns = v * 1000000;
+			break;
+		case 'K':
+			if (!strcmp(optarg, "read"))
+				p.view_kinds = SIM_VIEW_READ;
+			else if (!strcmp(optarg, "recv"))
+				p.view_kinds = SIM_VIEW_RECV;
+			else if (!strcmp(optarg, "both"))
+				p.view_kinds = SIM_VIEW_BOTH;
+			else
+				bad = 1;
+			break;
+		case 'V':
+			no_views = 1;
 			break;
 		case 'S':
 			bad = parse_u64(optarg, &v) || v > 100000000;
@@ -216,12 +243,13 @@ int main(int argc, char **argv)
 			sp.hosts = s->hosts;
 		if (s->warmup_ns && !warmup_set)
 			sp.warmup_ns = s->warmup_ns;
-		for (int j = 0; j < 2; j++) {
+		for (int j = 0; j < 3; j++) {
 			struct sim_result r;
 
-			if (!(j ? s->justitia : s->plain))
+			if (!(j == 2 ? s->views && !no_views : j ? s->justitia : s->plain))
 				continue;
-			rc = sim_run(&sp, flows, n, j, &r);
+			sp.views = j == 2;
+			rc = sim_run(&sp, flows, n, j != 0, &r);
 			if (rc) {
 				fprintf(stderr, "justsim: %s: %s\n", s->name, strerror(-rc));
 				goto out;

@@ -97,10 +97,10 @@ static void step(void *arg, uint64_t u)
 {
 	struct sim_ctl *k = arg;
 	uint64_t now = sim_verbs_now(k->ctx), t0, dt, cur = 0, stream;
-	uint32_t chunk;
+	uint32_t chunk, n = k->n_flows, n_lat = 0;
 	struct aimd_counts cnt;
 	struct tokens_params tp;
-	bool fresh;
+	bool fresh, kick = false;
 
 	t0 = cpu_now();
 	for (uint32_t i = 0; i < k->n_flows; i++) {
@@ -109,8 +109,21 @@ static void step(void *arg, uint64_t u)
 					       .active = sim_flow_active(k->flows[i]) };
 		k->tf[i] = (struct tokens_flow){ .weight = k->flows[i]->c.weight, .app = i,
 						 .cls = k->af[i].cls, .active = k->af[i].active };
+		n_lat += k->cls[i] == FLOW_CLASS_LATENCY;
 	}
-	aimd_count(k->af, k->n_flows, k->c.one_per_app, &cnt);
+	if (k->view) {
+		/* requester: register and update this host's flows */
+		kick = sim_view_sync(k->view, k->c.host, now);
+		/* responder: the READ flows it serves; receiver: the flows
+		 * arriving, an incoming latency flow protected as a local one */
+		k->n_remote = (uint32_t)rreadtab_fill(&k->view->tab[k->c.host], k->tf + n, k->af + n,
+						      n);
+		k->n_recv = (uint32_t)rreadtab_fill_recv(&k->view->tab[k->c.host],
+							 k->af + n + k->n_remote, n + k->n_remote);
+		for (uint32_t i = n + k->n_remote; i < n + k->n_remote + k->n_recv; i++)
+			n_lat += k->af[i].cls == FLOW_CLASS_LATENCY;
+	}
+	aimd_count(k->af, n + k->n_remote + k->n_recv, k->c.one_per_app, &cnt);
 	fresh = k->win.total != k->last_total;
 	k->last_total = k->win.total;
 	if (fresh)
@@ -129,11 +142,19 @@ static void step(void *arg, uint64_t u)
 		.alpha_permille = k->c.alpha_permille,
 		.one_per_app = k->c.one_per_app,
 	};
-	tokens_distribute(k->tf, k->n_flows, &tp);
+	tokens_distribute(k->tf, n + k->n_remote, &tp);
 	k->mode = k->c.min_pace_mode == SIM_PACE_PAPER
 			  ? JST_PACE_PROTECT
-			  : sim_share_step(&k->share, k->flows, k->cls, k->tf, k->n_flows,
-					   cnt.lat, now);
+			  : sim_share_step(&k->share, k->flows, k->cls, k->tf, n, k->n_remote,
+					   k->view ? n_lat : cnt.lat, now);
+	if (k->view) {
+		struct rread_tab *t = &k->view->tab[k->c.host];
+
+		rreadtab_recv_shares(t, k->a.safe_util_bps, k->c.max_rate_bps);
+		rreadtab_set_chunk(t, tp.chunk_bytes);
+		sim_view_after_step(k->view, k->c.host, k->tf + n, k->n_remote, now,
+				    k->c.period_ns);
+	}
 	dt = cpu_now() - t0;
 	stream = k->mode == JST_PACE_PROTECT ? k->a.safe_util_bps
 		 : k->mode == JST_PACE_SHARE ? k->share.st.c_bps : 0;
@@ -151,11 +172,15 @@ static void step(void *arg, uint64_t u)
 	chunk = k->mode == JST_PACE_OFF ? 0 : tp.chunk_bytes;
 	{
 		struct sim_shim *shim = NULL;
-		bool changed = false;
+		bool changed = kick;
 
-		for (uint32_t i = 0; i < k->n_flows; i++) {
-			changed |= sim_flow_grant(k->flows[i], k->tf[i].rate_bps,
-						  k->tf[i].ops_per_s, chunk);
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t rate = k->tf[i].rate_bps;
+			uint32_t ch = chunk;
+
+			if (k->view)
+				sim_view_apply(k->flows[i], &rate, &ch, k->c.chunk_default);
+			changed |= sim_flow_grant(k->flows[i], rate, k->tf[i].ops_per_s, ch);
 			shim = k->flows[i]->shim ? k->flows[i]->shim : shim;
 		}
 		/* the heartbeat, and mode_gen when flags changed */
@@ -211,6 +236,17 @@ int sim_ctl_init(struct sim_ctl *k, struct ibv_context **ctxs, const struct sim_
 	sim_verbs_cq_notify(k->cq, ref_done, k);
 	sim_evq_after(sim_verbs_evq(k->ctx), 0, step, k, 0);
 	return 0;
+}
+
+void sim_ctl_set_view(struct sim_ctl *k, struct sim_view *v, uint32_t max)
+{
+	uint32_t n = k->n_flows + max + 1;
+
+	k->view = v;
+	k->af = sim_realloc(k->af, n * sizeof(*k->af));
+	k->tf = sim_realloc(k->tf, n * sizeof(*k->tf));
+	memset(k->af, 0, n * sizeof(*k->af));
+	memset(k->tf, 0, n * sizeof(*k->tf));
 }
 
 void sim_ctl_fini(struct sim_ctl *k)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's control loop in the model: one per sending host, stepping
+/* The daemon's control loop in the model: one per sending host (with the
+ * peer views, also per host that only serves READs or receives), stepping
  * every RefPeriod in virtual time and running the daemon's own modules -
  * daemon/quantile.c (the reference flow's window and Current99),
  * daemon/aimd.c (Pseudocode 1, SafeUtil) and daemon/tokens.c (each flow's
@@ -12,7 +13,15 @@
  * the quantile window.  This file is the model's counterpart of
  * daemon/controller.c's glue (which needs libev, shared memory and a
  * device) and chooses the chunk size the same way: chunk_latency while a
- * latency flow is registered, chunk_default otherwise. */
+ * latency flow is registered, chunk_default otherwise.
+ *
+ * With the peer views (sim_ctl_set_view, sim_view.h) it also counts, as
+ * controller.c does, the READ flows other hosts registered here (this NIC
+ * sends their data: in L'/B'/T' and the tokens) and the flows registered
+ * as arriving here (an incoming latency flow is protected as a local one;
+ * the incoming bandwidth flows get the receiver-side shares), sends their
+ * requesters the shares, and publishes each local flow's rate and chunk
+ * with its remote grant applied. */
 #ifndef JUSTITIA_SIM_CTL_H
 #define JUSTITIA_SIM_CTL_H
 
@@ -26,6 +35,7 @@
 #include "daemon/tokens.h"
 #include "sim_flow.h"
 #include "sim_share.h"
+#include "sim_view.h"
 
 #define SIM_PACE_PAPER (-1)
 
@@ -70,6 +80,9 @@ struct sim_ctl {
 	uint8_t *cls;
 	struct sim_share share;
 	int mode;
+	/* the peer views: NULL without */
+	struct sim_view *view;
+	uint32_t n_remote, n_recv;   /* served READ flows, incoming flows, last step */
 	/* the reference flow */
 	struct ibv_context *ctx;
 	struct ibv_cq *cq, *peer_cq;
@@ -89,6 +102,9 @@ struct sim_ctl {
 int sim_ctl_init(struct sim_ctl *k, struct ibv_context **ctxs, const struct sim_ctl_cfg *c,
 		 struct sim_flow **flows, uint32_t n_flows);
 void sim_ctl_fini(struct sim_ctl *k);
+/* Count the flows registered with this host in @v (at most @max of them)
+ * from the next step on. */
+void sim_ctl_set_view(struct sim_ctl *k, struct sim_view *v, uint32_t max);
 void sim_ctl_measure(struct sim_ctl *k, uint64_t now);
 
 #endif

@@ -41,6 +41,18 @@ struct sim_grant {                  /* the daemon's last grant to the flow */
 	uint32_t chunk;             /* split size; 0 = pace mode OFF */
 };
 
+/* The requester's side of a flow's registration with the daemon at its
+ * other end (sim_view.h; daemon/flows.h, struct flow's remote). */
+struct sim_remote {
+	bool registered;            /* the other end accepted remote_open */
+	bool busy;                  /* a remote_open in flight */
+	uint8_t kind;               /* enum rread_kind, as registered */
+	uint32_t weight;            /* ... and with what it said */
+	bool active;
+	uint64_t grant_bps;         /* the other end's share, 0: it does not limit */
+	uint32_t chunk;             /* its chunk in force, 0: no say */
+};
+
 struct sim_shim;
 struct jst_flow_ctl;
 struct jst_flow_stats;
@@ -56,7 +68,8 @@ struct sim_flow {
 	struct ibv_context *ctx;
 	struct ibv_cq *cq, *rcq;
 	struct ibv_qp *qp, *peer_qp;
-	struct sim_grant grant;
+	struct sim_grant grant;     /* as published (sim_view_apply included) */
+	struct sim_remote remote;   /* the peer views (sim_view.h) */
 	bool poll_pending;
 	bool started;
 	/* message state */

@@ -21,6 +21,16 @@ static const char *mode_name(int m)
 	}
 }
 
+static const char *variant(const struct sim_result *r)
+{
+	return !r->justitia ? "plain" : r->views ? "views" : "justitia";
+}
+
+static const char *kinds_name(unsigned k)
+{
+	return k == SIM_VIEW_READ ? "read" : k == SIM_VIEW_RECV ? "recv" : "both";
+}
+
 json_t *sim_report_params(const struct sim_params *p)
 {
 	const struct sim_nic_params *n = &p->nic;
@@ -29,7 +39,7 @@ json_t *sim_report_params(const struct sim_params *p)
 	return json_pack(
 		"{s:{s:I,s:I,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:i,s:I}"
 		",s:{s:I,s:I,s:i,s:I,s:I,s:i,s:i,s:s,s:s}"
-		",s:I,s:I,s:I}",
+		",s:I,s:I,s:I,s:{s:I,s:I,s:s}}",
 		"nic", "line_bps", (json_int_t)n->line_bps, "rx_bps", (json_int_t)n->rx_bps,
 		"mtu", (int)n->mtu, "hdr_bytes", (int)n->hdr_bytes, "prop_ns",
 		(json_int_t)n->prop_ns, "fetch_ns", (json_int_t)n->fetch_ns, "fetch_jitter_ns",
@@ -42,7 +52,8 @@ json_t *sim_report_params(const struct sim_params *p)
 		"chunk_latency", (int)c->chunk_latency, "chunk_default", (int)c->chunk_default,
 		"pace_mode", mode_name(c->min_pace_mode), "pacer", "shim (shim/)",
 		"seed", (json_int_t)p->seed, "warmup_ns", (json_int_t)p->warmup_ns, "duration_ns",
-		(json_int_t)p->duration_ns);
+		(json_int_t)p->duration_ns, "views", "channel_ns", (json_int_t)p->channel_ns,
+		"sync_ns", (json_int_t)p->sync_ns, "kinds", kinds_name(p->view_kinds));
 }
 
 void sim_report_params_text(FILE *f, const struct sim_params *p)
@@ -63,10 +74,14 @@ void sim_report_params_text(FILE *f, const struct sim_params *p)
 	fprintf(f,
 		"\ncontroller: MaxRate %.0f Gbit/s, RefPeriod %llu us, window %u, Target99 %.2f us, "
 		"TokenBytes %llu, chunk %u B (latency flows) / %u B, "
-		"pace mode %s, pacer: the real shim (shim/)\nrun: seed %llu, warmup %llu ms, measured %llu ms\n",
+		"pace mode %s, pacer: the real shim (shim/)\n"
+		"views: %s, channel %llu us one way, sync every %llu ms (row \"views\": warmup + sync)\n"
+		"run: seed %llu, warmup %llu ms, measured %llu ms\n",
 		c->max_rate_bps / 1e9, (unsigned long long)c->period_ns / 1000, c->window,
 		c->target99_ns / 1e3, (unsigned long long)c->token_bytes, c->chunk_latency,
 		c->chunk_default, mode_name(c->min_pace_mode),
+		kinds_name(p->view_kinds), (unsigned long long)p->channel_ns / 1000,
+		(unsigned long long)p->sync_ns / 1000000,
 		(unsigned long long)p->seed,
 		(unsigned long long)p->warmup_ns / 1000000,
 		(unsigned long long)p->duration_ns / 1000000);
@@ -76,7 +91,7 @@ json_t *sim_report_run(const struct sim_scen *s, const struct sim_params *p,
 		       const struct sim_result *r, int trace)
 {
 	json_t *o = json_pack("{s:s,s:s,s:I,s:b,s:I}", "scenario", s->name, "variant",
-			      r->justitia ? "justitia" : "plain", "events", (json_int_t)r->events,
+			      variant(r), "events", (json_int_t)r->events,
 			      "shim", r->shim,
 			      "errors", (json_int_t)r->errors);
 
@@ -104,6 +119,11 @@ json_t *sim_report_run(const struct sim_scen *s, const struct sim_params *p,
 				    json_pack("{s:i,s:f}", "flows", (int)r->n_tput, "mops",
 					      r->tput_mops));
 	json_object_set_new(o, "wire_bps", json_integer((json_int_t)r->wire_bps));
+	if (r->views)
+		json_object_set_new(o, "views",
+				    json_pack("{s:i,s:i,s:I}", "served_read", (int)r->served_read,
+					      "served_recv", (int)r->served_recv, "grants",
+					      (json_int_t)r->view_grants));
 	if (r->justitia && r->steps) {
 		json_t *t = json_array();
 
@@ -143,7 +163,7 @@ static void us(FILE *f, uint64_t ns, uint64_t n)
 
 void sim_report_row(FILE *f, const struct sim_scen *s, const struct sim_result *r)
 {
-	fprintf(f, "%-14s %-8s", s->name, r->justitia ? "justitia" : "plain");
+	fprintf(f, "%-14s %-8s", s->name, variant(r));
 	us(f, r->lat.p50, r->lat.n);
 	us(f, r->lat.p99, r->lat.n);
 	us(f, r->lat.p999, r->lat.n);

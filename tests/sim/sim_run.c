@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "daemon/rread.h"
 #include "sim_shim.h"
 #include "sim_util.h"
 #include "sim_verbs.h"
@@ -21,6 +22,8 @@ void sim_params_default(struct sim_params *p)
 	p->start_ns = 1000000;
 	p->seed = 1;
 	p->trace_every_ns = 1000000;
+	p->channel_ns = SIM_VIEW_DELAY_NS;
+	p->sync_ns = RREAD_SYNC_NS;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -79,6 +82,8 @@ static void collect(struct sim_result *r, struct sim_flow **fl, uint32_t n, uint
 	}
 	all = sim_zalloc(nl * sizeof(*all));
 	r->bw_bps = sim_zalloc((r->n_bw + 1) * sizeof(*r->bw_bps));
+	r->bw_grant = sim_zalloc((r->n_bw + 1) * sizeof(*r->bw_grant));
+	r->bw_remote = sim_zalloc((r->n_bw + 1) * sizeof(*r->bw_remote));
 	r->bw_min_bps = UINT64_MAX;
 	for (uint32_t i = 0, b = 0; i < n; i++) {
 		struct sim_flow *f = fl[i];
@@ -90,6 +95,8 @@ static void collect(struct sim_result *r, struct sim_flow **fl, uint32_t n, uint
 		} else if (f->c.kind == SIM_FLOW_BW) {
 			uint64_t x = rate(f->bytes, dur);
 
+			r->bw_grant[b] = f->grant;
+			r->bw_remote[b] = f->remote;
 			r->bw_bps[b++] = x;
 			r->bw_sum_bps += x;
 			if (x < r->bw_min_bps)
@@ -115,7 +122,9 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 	struct sim_flow **fl, **mine;
 	struct sim_ctl *ctl = NULL;
 	struct sim_shim *shim = NULL;
+	struct sim_view *view = NULL;
 	struct sim_nic_stats st0, st1;
+	uint64_t warmup = p->warmup_ns;
 	struct sim_evq q;
 	struct sim_net *net;
 	unsigned hosts = p->hosts < 2 ? 2 : p->hosts;
@@ -123,6 +132,7 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 
 	memset(out, 0, sizeof(*out));
 	out->justitia = justitia;
+	out->views = justitia && p->views;
 	if (hosts > SIM_MAX_HOSTS)
 		return -EINVAL;
 	for (uint32_t i = 0; i < n; i++)
@@ -144,38 +154,57 @@ int sim_run(const struct sim_params *p, const struct sim_flow_cfg *f, uint32_t n
 		c.start_ns += p->start_ns;
 		fl[i] = sim_flow_new(ctxs, &c, i, shim);
 	}
+	if (out->views) {
+		view = sim_view_new(&q, hosts, fl, n, p->channel_ns, p->sync_ns, p->view_kinds);
+		warmup += view->sync_ns;
+	}
 	if (justitia) {
 		ctl = sim_zalloc(hosts * sizeof(*ctl));
 		for (unsigned h = 0; h < hosts; h++) {
 			struct sim_ctl_cfg c = p->ctl;
 			uint32_t m = 0;
+			bool target = false;
 
-			for (uint32_t i = 0; i < n; i++)
+			for (uint32_t i = 0; i < n; i++) {
 				if (f[i].src == h)
 					mine[m++] = fl[i];
-			if (!m)
+				target |= f[i].dst == h;
+			}
+			/* with the views, a host that only serves READs or
+			 * receives runs its daemon too */
+			if (!m && !(view && target))
 				continue;
 			c.host = h;
 			c.ref_peer = (h + 1) % hosts;
 			/* the controller keeps its own array: copy this host's flows */
-			rc = sim_ctl_init(&ctl[h], ctxs, &c, sim_zalloc(m * sizeof(*fl)), m);
+			rc = sim_ctl_init(&ctl[h], ctxs, &c, sim_zalloc((m + 1) * sizeof(*fl)), m);
 			if (rc)
 				goto out;
 			memcpy(ctl[h].flows, mine, m * sizeof(*mine));
+			if (view)
+				sim_ctl_set_view(&ctl[h], view, n);
 		}
 	}
-	sim_evq_run(&q, p->warmup_ns);
+	sim_evq_run(&q, warmup);
 	for (uint32_t i = 0; i < n; i++)
 		sim_flow_measure(fl[i], q.now);
 	for (unsigned h = 0; ctl && h < hosts; h++)
 		if (ctl[h].flows)
 			sim_ctl_measure(&ctl[h], q.now);
 	sim_nic_stats(net, 0, &st0);
-	sim_evq_run(&q, p->warmup_ns + p->duration_ns);
+	sim_evq_run(&q, warmup + p->duration_ns);
 	sim_nic_stats(net, 0, &st1);
 	collect(out, fl, n, p->duration_ns);
 	out->wire_bps = rate(st1.tx_wire - st0.tx_wire, p->duration_ns);
 	out->events = q.ran;
+	for (unsigned h = 0; view && h < hosts; h++) {
+		size_t lat, bw;
+
+		rreadtab_recv_count(&view->tab[h], &lat, &bw);
+		out->served_recv += (uint32_t)(lat + bw);
+		out->served_read += (uint32_t)(view->tab[h].total - lat - bw);
+		out->view_grants += view->tab[h].grants_sent;
+	}
 	if (ctl && ctl[0].flows) {
 		struct sim_ctl *k = &ctl[0];
 		uint64_t every = p->trace_every_ns ? p->trace_every_ns : 1, next = 0;
@@ -201,6 +230,7 @@ out:
 			sim_ctl_fini(&ctl[h]);
 		}
 	free(ctl);
+	sim_view_free(view);
 	for (uint32_t i = 0; i < n; i++)
 		sim_flow_free(fl[i]);
 	free(fl);
@@ -215,6 +245,8 @@ out:
 void sim_result_free(struct sim_result *r)
 {
 	free(r->bw_bps);
+	free(r->bw_grant);
+	free(r->bw_remote);
 	free(r->trace);
 	memset(r, 0, sizeof(*r));
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One run of the model: hosts, flows, and (with Justitia) one daemon
- * control loop per sending host; results per flow class. */
+ * control loop per sending host - with the peer views (sim_view.h) per
+ * host that sends, serves READs or receives; results per flow class. */
 #ifndef JUSTITIA_SIM_RUN_H
 #define JUSTITIA_SIM_RUN_H
 
@@ -21,6 +22,13 @@ struct sim_params {
 	uint64_t start_ns;          /* applications start then (the daemon at 0) */
 	uint64_t seed;
 	uint64_t trace_every_ns;    /* SafeUtil samples kept for the report */
+	/* the peer views (sim_view.h), with Justitia: the run's warmup is
+	 * longer by sync_ns (the requesters register at their first sync
+	 * after the flows started) */
+	bool views;
+	uint64_t channel_ns;        /* one way (SIM_VIEW_DELAY_NS) */
+	uint64_t sync_ns;           /* the requesters' sync (RREAD_SYNC_NS) */
+	unsigned view_kinds;        /* SIM_VIEW_*: which views (0: both) */
 };
 
 void sim_params_default(struct sim_params *p);
@@ -50,6 +58,12 @@ struct sim_result {
 	double cpu_ns_per_step, cpu_max_ns;
 	struct sim_ctl_point *trace;
 	uint32_t n_trace;
+	/* the peer views, at the end of the run */
+	bool views;
+	uint32_t served_read, served_recv;  /* flows registered, all hosts */
+	uint64_t view_grants;               /* remote_grants messages */
+	struct sim_grant *bw_grant;         /* per bandwidth flow: as published */
+	struct sim_remote *bw_remote;       /* ... and its registration, remote grant */
 	/* the model */
 	uint64_t events, errors;
 	uint64_t wire_bps;          /* host 0's transmit wire rate */

@@ -119,6 +119,30 @@ static uint32_t f_read_elephant(struct sim_flow_cfg *f, uint32_t max)
 	return 2;
 }
 
+/* the same with the ping-pong going to a third host: only the responder's
+ * view (host 1 counts the READ it serves) can help */
+static uint32_t f_read_elephant3(struct sim_flow_cfg *f, uint32_t max)
+{
+	f_read_elephant(f, max);
+	f[0].dst = 2;
+	return 2;
+}
+
+/* issue 13 (a): host 1 READs 64 B from host 0 one at a time (a latency
+ * READ: host 0's NIC sends the responses) while host 0 WRITEs 1 MiB
+ * messages to host 2 */
+static uint32_t f_read_lat(struct sim_flow_cfg *f, uint32_t max)
+{
+	f[0] = lat();
+	f[0].src = 1;
+	f[0].dst = 0;
+	f[0].msg_bytes = 64;
+	f[0].opcode = IBV_WR_RDMA_READ;
+	f[1] = bw(MiB, 16);
+	f[1].dst = 2;
+	return 2;
+}
+
 /* incast: 1 MiB elephants from hosts 1..3 and a latency flow from host 4,
  * all into host 0 */
 static uint32_t f_incast(struct sim_flow_cfg *f, uint32_t max)
@@ -151,10 +175,15 @@ const struct sim_scen sim_scens[] = {
 	 * message of each (360 MB in all) takes ~30 ms of line to drain */
 	{ "bw-1024", "1024 bandwidth flows, 64 KiB and 640 KiB messages", f_bw1024, true, true,
 	  1000000000ull, 0, 500000000ull },
+	/* issue 13 (b), (c) and (a): where the peer views matter */
 	{ "read-elephant", "ping-pong 1->0 next to 1 MiB READs by host 0 from host 1",
-	  f_read_elephant, true, true, 0 },
+	  f_read_elephant, true, true, 0, 0, 0, true },
 	{ "incast", "3 elephants and a latency flow into one host (5 hosts)", f_incast, true,
-	  true, 0, 5 },
+	  true, 0, 5, 0, true },
+	{ "read-elephant3", "ping-pong 1->2 next to 1 MiB READs by host 0 from host 1",
+	  f_read_elephant3, true, true, 0, 3, 0, true },
+	{ "read-lat", "64 B READs by host 1 from host 0 next to 1 MiB WRITEs 0->2 (3 hosts)",
+	  f_read_lat, true, true, 0, 3, 0, true },
 };
 
 const unsigned sim_n_scens = sizeof(sim_scens) / sizeof(sim_scens[0]);

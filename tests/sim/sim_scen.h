@@ -18,6 +18,8 @@ struct sim_scen {
 	uint64_t duration_ns;       /* 0: the run's default */
 	unsigned hosts;             /* 0: the run's default (2) */
 	uint64_t warmup_ns;         /* 0: the run's default */
+	bool views;                 /* also run Justitia with the peer views
+	                             * (variant "views", sim_view.h) */
 };
 
 extern const struct sim_scen sim_scens[];

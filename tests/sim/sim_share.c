@@ -85,8 +85,46 @@ static double granted_bps(const struct sim_share *s, const struct sim_flow *f, u
 	return (double)f->grant.rate_bps;
 }
 
+/* The remote READ flows @tf[n..n+n_remote) that compete: how many, and
+ * their weights in *@w (ctrlshare.c remote_competing). */
+static uint32_t remote_competing(const struct tokens_flow *tf, uint32_t n, uint32_t n_remote,
+				 double *w)
+{
+	uint32_t k = 0;
+
+	*w = 0;
+	for (uint32_t i = n; i < n + n_remote; i++)
+		if (tf[i].active) {
+			k++;
+			*w += tf[i].weight ? tf[i].weight : 1;
+		}
+	return k;
+}
+
+/* SHARE: the remote READ flows' shares by weight next to the local
+ * competing flows' (@w_loc) of MaxRate: nothing here measures what they
+ * move, so C says nothing of them.  Returns the part of C left to the
+ * local flows (ctrlshare.c remote_share_rates). */
+static double remote_share_rates(struct sim_share *s, struct tokens_flow *tf, uint32_t n,
+				 uint32_t n_remote, double w_loc)
+{
+	double w_rem, cap = (double)s->st.c_bps;
+	double su = s->max_rate_bps ? (double)s->max_rate_bps : cap;
+
+	remote_competing(tf, n, n_remote, &w_rem);
+	for (uint32_t i = n; i < n + n_remote; i++) {
+		struct tokens_flow *t = &tf[i];
+		double w = t->weight ? t->weight : 1;
+
+		t->ops_per_s = t->wait_ns = 0;
+		t->rate_bps = (uint64_t)(su * w / (w_loc + w_rem + (t->active ? 0 : w))) + 1;
+	}
+	return w_rem > 0 && w_loc > 0 ? cap * w_loc / (w_loc + w_rem) : cap;
+}
+
 static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t *cls,
-			struct tokens_flow *tf, uint32_t n, bool window_ended, bool entered)
+			struct tokens_flow *tf, uint32_t n, uint32_t n_remote, bool window_ended,
+			bool entered)
 {
 	double w_act = 0, cap, cb = s->st.c_bps ? (double)s->st.c_bps : 1;
 	size_t k = 0;
@@ -120,7 +158,7 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 	}
 	for (size_t j = 0; j < k; j++)
 		w_act += s->sf[j].weight ? s->sf[j].weight : 1;
-	cap = (double)s->st.c_bps;
+	cap = remote_share_rates(s, tf, n, n_remote, w_act);
 	k = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		double frac, w = tf[i].weight ? tf[i].weight : 1;
@@ -143,15 +181,18 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 }
 
 int sim_share_step(struct sim_share *s, struct sim_flow **fl, const uint8_t *cls,
-		   struct tokens_flow *tf, uint32_t n, uint32_t n_lat, uint64_t now)
+		   struct tokens_flow *tf, uint32_t n, uint32_t n_remote, uint32_t n_lat,
+		   uint64_t now)
 {
 	bool window_ended = measure_window(s, fl, n, now), entered;
 	uint32_t competing = 0;
+	double w_rem;
 	int mode;
 
 	for (uint32_t i = 0; i < n; i++)
 		if (hungry(cls[i]) && tf[i].active)
 			competing++;
+	competing += remote_competing(tf, n, n_remote, &w_rem);
 	mode = n_lat ? JST_PACE_PROTECT : competing >= 2 ? JST_PACE_SHARE : JST_PACE_OFF;
 	if (mode < s->min_mode)
 		mode = s->min_mode;
@@ -161,10 +202,10 @@ int sim_share_step(struct sim_share *s, struct sim_flow **fl, const uint8_t *cls
 		s->mode_changes++;
 	}
 	if (mode == JST_PACE_OFF) {
-		for (uint32_t i = 0; i < n; i++)
+		for (uint32_t i = 0; i < n + n_remote; i++)
 			tf[i].rate_bps = tf[i].ops_per_s = tf[i].wait_ns = 0;
 	} else if (mode == JST_PACE_SHARE) {
-		share_rates(s, fl, cls, tf, n, window_ended, entered);
+		share_rates(s, fl, cls, tf, n, n_remote, window_ended, entered);
 	}
 	return mode;
 }

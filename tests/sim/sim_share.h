@@ -38,8 +38,13 @@ void sim_share_init(struct sim_share *s, uint32_t n, int min_mode, uint64_t max_
 		    uint64_t token_bytes, uint64_t token_ops);
 void sim_share_fini(struct sim_share *s);
 /* After tokens_distribute(): choose the mode and, in OFF and SHARE, replace
- * the bandwidth and throughput flows' rates in @tf.  Returns the mode. */
+ * the bandwidth and throughput flows' rates in @tf.  @tf[n..n+n_remote)
+ * are the remote READ flows this host serves (sim_view.h): they compete
+ * too, and in SHARE get their weight's part of MaxRate (ctrlshare.c's
+ * remote_share_rates).  @n_lat: the latency flows, local and incoming.
+ * Returns the mode. */
 int sim_share_step(struct sim_share *s, struct sim_flow **fl, const uint8_t *cls,
-		   struct tokens_flow *tf, uint32_t n, uint32_t n_lat, uint64_t now);
+		   struct tokens_flow *tf, uint32_t n, uint32_t n_remote, uint32_t n_lat,
+		   uint64_t now);
 
 #endif

@@ -12,6 +12,7 @@
 #include "tests/sim/sim_run.h"
 #include "tests/sim/sim_scen.h"
 #include "tests/sim/sim_verbs.h"
+#include "tests/sim/sim_view.h"
 
 #define MiB (1024u * 1024u)
 
@@ -322,6 +323,169 @@ static void incast_shares_the_receiver(void **state)
 	sim_result_free(&r);
 }
 
+/* ------------------------------------------------- the peer views */
+/* Justitia with the peer views (sim_view.h) on a short run: the
+ * requesters sync every 2 ms instead of 50. */
+static void run_views(const char *name, struct sim_result *r)
+{
+	struct sim_params p;
+	struct sim_flow_cfg f[64];
+	const struct sim_scen *s = sim_scen_find(name);
+	uint32_t n;
+
+	assert_non_null(s);
+	assert_true(s->views);
+	sim_params_default(&p);
+	p.warmup_ns = 5000000;
+	p.duration_ns = 20000000;
+	p.views = true;
+	p.sync_ns = 2000000;
+	if (s->hosts)
+		p.hosts = s->hosts;
+	n = s->flows(f, 64);
+	assert_int_equal(sim_run(&p, f, n, true, r), 0);
+	assert_int_equal(r->errors, 0);
+	assert_true(r->views);
+}
+
+/* What a flow publishes with a remote grant: the lower rate, paced even
+ * with nothing local (pace mode OFF), the smaller chunk. */
+static void view_apply_rules(void **state)
+{
+	struct sim_flow f = { .c = { .kind = SIM_FLOW_BW } };
+	uint64_t rate;
+	uint32_t chunk;
+
+	f.remote = (struct sim_remote){ .grant_bps = 30000000000ull, .chunk = 5120 };
+	rate = 50000000000ull, chunk = MiB;
+	sim_view_apply(&f, &rate, &chunk, MiB);
+	assert_int_equal(rate, 50000000000ull); /* not registered: no say */
+	assert_int_equal(chunk, MiB);
+	f.remote.registered = true;
+	sim_view_apply(&f, &rate, &chunk, MiB);
+	assert_int_equal(rate, 30000000000ull);
+	assert_int_equal(chunk, 5120);
+	rate = 20000000000ull, chunk = 4096;
+	sim_view_apply(&f, &rate, &chunk, MiB);
+	assert_int_equal(rate, 20000000000ull);
+	assert_int_equal(chunk, 4096);
+	rate = 0, chunk = 0; /* OFF here */
+	sim_view_apply(&f, &rate, &chunk, MiB);
+	assert_int_equal(rate, 30000000000ull);
+	assert_int_equal(chunk, 5120);
+	f.remote.grant_bps = 0; /* the other end does not limit: OFF stays OFF */
+	rate = 0, chunk = 0;
+	sim_view_apply(&f, &rate, &chunk, MiB);
+	assert_int_equal(rate, 0);
+	assert_int_equal(chunk, 0);
+	f.c.kind = SIM_FLOW_LAT; /* a latency flow is never limited */
+	f.remote.grant_bps = 30000000000ull;
+	sim_view_apply(&f, &rate, &chunk, MiB);
+	assert_int_equal(rate, 0);
+}
+
+/* issue 13 (b): the responder counts the READ it serves and protects its
+ * own latency flow against it: the requester paces the READs at the
+ * responder's share and splits them at its small chunk. */
+static void read_elephant_views(void **state)
+{
+	struct sim_result just, views;
+	struct sim_ctl_cfg c;
+
+	sim_ctl_cfg_default(&c, 100000000000ull);
+	run("read-elephant", true, &just);
+	run_views("read-elephant", &views);
+	/* without the views host 0 sees one flow of its own: not paced */
+	assert_false(just.views);
+	assert_int_equal(just.served_read, 0);
+	assert_int_equal(just.bw_grant[0].chunk, 0);
+	assert_int_equal(views.served_read, 1);
+	assert_int_equal(views.served_recv, 1); /* the ping-pong, at host 0 */
+	assert_int_equal(views.bw_grant[0].chunk, c.chunk_latency);
+	/* host 1's grant: registered as a READ, a share, its small chunk */
+	assert_true(views.bw_remote[0].registered);
+	assert_int_equal(views.bw_remote[0].kind, RREAD_READ);
+	assert_int_equal(views.bw_remote[0].chunk, c.chunk_latency);
+	assert_true(views.bw_remote[0].grant_bps > 0);
+	assert_true(views.bw_remote[0].grant_bps <= c.max_rate_bps);
+	assert_true(views.bw_grant[0].rate_bps <= views.bw_remote[0].grant_bps);
+	assert_true(views.lat.p99 * 4 < just.lat.p99);
+	assert_true(views.lat.p50 * 4 < just.lat.p50);
+	sim_result_free(&just);
+	sim_result_free(&views);
+}
+
+/* ... and with the ping-pong going elsewhere, the requester learns of it
+ * only from the responder's grant: nothing of its own paces its READs. */
+static void read_elephant3_views(void **state)
+{
+	struct sim_result just, views;
+
+	run("read-elephant3", true, &just);
+	run_views("read-elephant3", &views);
+	assert_int_equal(just.bw_grant[0].chunk, 0);
+	assert_int_equal(views.served_read, 1);
+	assert_int_equal(views.bw_remote[0].kind, RREAD_READ);
+	assert_true(views.bw_remote[0].grant_bps > 0);
+	/* host 0 is OFF: the grant is the responder's, rate and chunk */
+	assert_int_equal(views.bw_grant[0].rate_bps, views.bw_remote[0].grant_bps);
+	assert_int_equal(views.bw_grant[0].chunk, 5120);
+	assert_true(views.lat.p99 * 4 < just.lat.p99);
+	sim_result_free(&just);
+	sim_result_free(&views);
+}
+
+/* issue 13 (c): the receiver shares SafeUtil among the incoming elephants
+ * and each sender paces at that share; the grants keep the daemon's
+ * pace (at most one per connection every max(RefPeriod, 5 ms)). */
+static void incast_views(void **state)
+{
+	struct sim_result just, views;
+	uint64_t sum = 0, span_ms = 5 + 2 + 20; /* warmup, sync, measured */
+
+	run("incast", true, &just);
+	run_views("incast", &views);
+	assert_int_equal(just.bw_remote[0].grant_bps, 0);
+	assert_int_equal(views.n_bw, 3);
+	assert_int_equal(views.served_recv, 4);
+	assert_int_equal(views.served_read, 0);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_true(views.bw_remote[i].grant_bps > 0);
+		assert_int_equal(views.bw_grant[i].rate_bps, views.bw_remote[i].grant_bps);
+		assert_int_equal(views.bw_grant[i].chunk, 5120);
+		/* equal weights: equal shares */
+		assert_int_equal(views.bw_remote[i].grant_bps, views.bw_remote[0].grant_bps);
+		sum += views.bw_remote[i].grant_bps;
+	}
+	assert_true(sum <= 100000000000ull);
+	assert_true(views.view_grants >= 4);
+	assert_true(views.view_grants <= 4 * (span_ms / 5 + 1));
+	assert_true(views.lat.p99 * 2 < just.lat.p99);
+	sim_result_free(&just);
+	sim_result_free(&views);
+}
+
+/* issue 13 (a): a latency READ from host 0 tells host 0's daemon, which
+ * then protects it against its own elephant. */
+static void read_lat_views(void **state)
+{
+	struct sim_result plain, just, views;
+
+	run("read-lat", false, &plain);
+	run("read-lat", true, &just);
+	run_views("read-lat", &views);
+	assert_int_equal(just.bw_grant[0].chunk, 0);
+	assert_int_equal(views.bw_grant[0].chunk, 5120);
+	assert_true(views.bw_grant[0].rate_bps > 0);
+	assert_true(views.bw_grant[0].rate_bps <= 100000000000ull);
+	assert_true(views.served_recv >= 1);
+	assert_true(plain.lat.p99 > 10 * views.lat.p99);
+	assert_true(views.lat.p99 * 4 < just.lat.p99);
+	sim_result_free(&plain);
+	sim_result_free(&just);
+	sim_result_free(&views);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +498,11 @@ int main(void)
 		cmocka_unit_test(lone_flow_untouched),
 		cmocka_unit_test(read_responses_use_the_responder),
 		cmocka_unit_test(incast_shares_the_receiver),
+		cmocka_unit_test(view_apply_rules),
+		cmocka_unit_test(read_elephant_views),
+		cmocka_unit_test(read_elephant3_views),
+		cmocka_unit_test(incast_views),
+		cmocka_unit_test(read_lat_views),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
