@@ -64,7 +64,7 @@ PLAIN=$MBPS
 
 for h in 0 1; do
 	jv_jd_conf $h "${MAXRATE}bit" $((1 - h)) log_level=info device.chunk_default=65536 \
-		controller.pace_mode=$([ $h = 0 ] && echo share || echo auto)
+		"controller.pace_mode=$([ $h = 0 ] && echo share || echo auto)"
 done
 jv_jd_start 0 || exit 1
 jv_jd_start 1 || exit 1
