@@ -245,6 +245,87 @@ jv_daemon_start() {
 	done
 }
 
+# Daemons of N emulated hosts (--hosts N), one per host: jdI on rxeI,
+# listening on host I's address, its socket /run/jdI/justitiad.sock, its
+# files in $JV_JD_DIR (default $JV_OUT): jdI.json, jdI.log, jdI-state/, and
+# the channel's shared secret `secret`.
+#   jv_jd_secret                       a fresh secret (32 random bytes, base64, 0600)
+#   jv_jd_conf I MAXRATE PEERS [PATH=VALUE]...
+#       jdI.json: device RXE_DEVI at GID $RXE_GID with max_rate MAXRATE (as
+#       the config takes it: "60000000bit", "300Mbit"), qpwatch off, the
+#       channel on host I's address with the secret, PEERS the host numbers
+#       of its peers ("1 2").  Each PATH=VALUE sets one more key, PATH
+#       dot-separated (a leading "device." means devices[0]), VALUE JSON if
+#       it parses as JSON, else a string:
+#       controller.pace_mode=auto device.chunk_default=65536 log_level=info
+#   jv_jd_start I [ARGS...]            jv_daemon_start of jdI (JV_JDPID[I]: its pid)
+#   jv_jd_stop I...                    SIGTERM, wait; JV_JDRC: their exit codes ("0 0")
+#   jv_jd_ctl I ARGS...                justctl against jdI
+#   jv_jd_st I JQ, jv_jd_fl I JQ       jq -r JQ over jdI's JSON status, flows
+#   jv_jd_wait st|fl I JQ [SECONDS]    until that prints "true" (default 20 s)
+declare -a JV_JDPID=()
+JV_JDRC=
+jv_jd_dir() { echo "${JV_JD_DIR:-$JV_OUT}"; }
+jv_jd_secret() {
+	local d
+	d=$(jv_jd_dir)
+	mkdir -p "$d"
+	head -c 32 /dev/urandom | base64 >"$d/secret"
+	chmod 600 "$d/secret"
+}
+jv_jd_conf() {
+	local i=$1 rate=$2 d dev=RXE_DEV$1 ip=RXE_IP$1 p v peers=()
+	shift 2
+	for p in $1; do
+		v=RXE_IP$p
+		peers+=("{\"address\": \"${!v}\"}")
+	done
+	shift
+	d=$(jv_jd_dir)
+	mkdir -p "$d"
+	jq -n --arg rt "/run/jd$i" --arg st "$d/jd$i-state" --arg dev "${!dev}" \
+		--argjson gid "$RXE_GID" --arg rate "$rate" --arg ip "${!ip}" \
+		--argjson peers "[$(IFS=,; echo "${peers[*]}")]" --arg secret "$d/secret" '
+		reduce ($ARGS.positional[] | capture("^(?<k>[^=]+)=(?<v>.*)$")) as $kv (
+			{ runtime_dir: $rt, state_dir: $st, qpwatch: false,
+			  devices: [ { name: $dev, gid_index: $gid, max_rate: $rate } ],
+			  reference: { listen_address: $ip, peers: $peers, secret_file: $secret } };
+			setpath($kv.k | split(".") | if .[0] == "device" then [ "devices", 0 ] + .[1:] else . end;
+				($kv.v | try fromjson catch $kv.v)))' --args "$@" >"$d/jd$i.json"
+}
+jv_jd_start() {
+	local i=$1
+	shift
+	jv_daemon_start "$(jv_jd_dir)/jd$i.json" "/run/jd$i/justitiad.sock" "$@" || return 1
+	JV_JDPID[i]=$JD
+}
+jv_jd_stop() {
+	local i rc
+	JV_JDRC=
+	for i in "$@"; do kill -TERM "${JV_JDPID[i]}" 2>/dev/null; done
+	for i in "$@"; do
+		wait "${JV_JDPID[i]}"
+		rc=$?
+		JV_JDRC+="${JV_JDRC:+ }$rc"
+	done
+}
+jv_jd_ctl() {
+	local i=$1
+	shift
+	"$PWD/build/justctl" -s "/run/jd$i/justitiad.sock" "$@"
+}
+jv_jd_st() { jv_jd_ctl "$1" --json status 2>/dev/null | jq -r "$2"; }
+jv_jd_fl() { jv_jd_ctl "$1" --json flows 2>/dev/null | jq -r "$2"; }
+jv_jd_wait() {
+	local end=$((SECONDS + ${4:-20}))
+	# by the clock: under TCG one justctl and jq take a good part of a second
+	while ((SECONDS < end)); do
+		[ "$("jv_jd_$1" "$2" "$3" 2>/dev/null)" = true ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # jv_delay MS: from now on every link (vethI) delays what it sends by MS
 # milliseconds (netem; fractional allowed); 0 takes the delay away.  The
 # case's exit does not undo it: call jv_delay 0 before the end.

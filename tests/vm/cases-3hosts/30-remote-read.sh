@@ -19,52 +19,12 @@
 #    ("responder not managed").
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-D=$PWD/build/justitiad
-C=$PWD/build/justctl
 B=$PWD/build/justbench
 SHIM=$PWD/build/libjustitia.so
 MAXRATE=40000000
 PORT=18700
 mkdir -p "$JV_OUT"
-head -c 32 /dev/urandom | base64 >"$JV_OUT/secret"
-chmod 600 "$JV_OUT/secret"
-
-conf() { # NAME DEVICE LISTEN PEER PACE_MODE
-	cat >"$JV_OUT/$1.json" <<EOF
-{
-  "runtime_dir": "/run/$1",
-  "state_dir": "$JV_OUT/$1-state",
-  "log_level": "info",
-  "qpwatch": false,
-  "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "${MAXRATE}bit",
-                 "chunk_default": 65536 } ],
-  "reference": { "listen_address": "$3", "peers": [ { "address": "$4" } ],
-                 "secret_file": "$JV_OUT/secret" },
-  "controller": { "pace_mode": "$5" }
-}
-EOF
-}
-
-start() { # NAME: PID_NAME
-	jv_daemon_start "$JV_OUT/$1.json" "/run/$1/justitiad.sock" || exit 1
-	eval "PID_$1=$JD"
-}
-
-ctl() { # NAME ARGS...
-	local n=$1
-	shift
-	"$C" -s "/run/$n/justitiad.sock" "$@"
-}
-st() { ctl "$1" --json status | jq -r "$2"; }       # NAME JQ over status
-fl() { ctl "$1" --json flows | jq -r "$2"; }        # NAME JQ over flows
-wait_for() { # WHAT NAME JQ [SECONDS]: until the expression is "true"
-	local i
-	for i in $(seq $((${4:-20} * 5))); do
-		[ "$($1 "$2" "$3" 2>/dev/null)" = true ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
+jv_jd_secret # the daemons: tests/vm/lib.sh
 
 # read NAME SECONDS [shim]: justbench READs 1 MiB messages from A's server
 # (rxe0) on B (rxe1) for SECONDS, preloaded with jd1's socket if asked; in
@@ -102,32 +62,34 @@ read_done() { # NAME: wait, check, print the rate (Mbit/s) in MBPS
 read_flow read.plain 4 && read_done read.plain
 PLAIN=$MBPS
 
-conf jd0 "$RXE_DEV0" "$RXE_IP0" "$RXE_IP1" share
-conf jd1 "$RXE_DEV1" "$RXE_IP1" "$RXE_IP0" auto
-start jd0
-start jd1
+for h in 0 1; do
+	jv_jd_conf $h "${MAXRATE}bit" $((1 - h)) log_level=info device.chunk_default=65536 \
+		"controller.pace_mode=$([ $h = 0 ] && echo share || echo auto)"
+done
+jv_jd_start 0 || exit 1
+jv_jd_start 1 || exit 1
 
 # ---- registered with the responder, counted there, its grant enforced
-g0=$(st jd0 '.remote_read.messages.sent.grants')
+g0=$(jv_jd_st 0 '.remote_read.messages.sent.grants')
 t0=$(jv_now)
 read_flow read.shim 8 shim
-wait_for st jd0 '.remote_read.served.flows == 1' 20
-expect_eq jd0.counts.remote.flow 1 "$(st jd0 .remote_read.served.flows)"
-wait_for st jd0 '.controller.flows.bandwidth == 1' 5
-expect_eq jd0.remote.in.B 1 "$(st jd0 .controller.flows.bandwidth)"
-wait_for fl jd1 '[.flows[] | select(.remote != null) | .remote.state == "registered" and .remote.grant_bps != null] == [true]' 10
+jv_jd_wait st 0 '.remote_read.served.flows == 1' 20
+expect_eq jd0.counts.remote.flow 1 "$(jv_jd_st 0 .remote_read.served.flows)"
+jv_jd_wait st 0 '.controller.flows.bandwidth == 1' 5
+expect_eq jd0.remote.in.B 1 "$(jv_jd_st 0 .controller.flows.bandwidth)"
+jv_jd_wait fl 1 '[.flows[] | select(.remote != null) | .remote.state == "registered" and .remote.grant_bps != null] == [true]' 10
 expect_eq jd0.remote.entry "read bandwidth true" \
-	"$(fl jd0 '.remote[0] | "\(.kind) \(.class) \(.share_bps > 0 and .share_bps <= '$MAXRATE' + 1)"')"
+	"$(jv_jd_fl 0 '.remote[0] | "\(.kind) \(.class) \(.share_bps > 0 and .share_bps <= '$MAXRATE' + 1)"')"
 expect_eq jd0.remote.peer.is.jd1 yes \
-	"$(fl jd0 '.remote[0].peer' | grep -q "^$RXE_IP1:" && echo yes)"
+	"$(jv_jd_fl 0 '.remote[0].peer' | grep -q "^$RXE_IP1:" && echo yes)"
 expect_eq jd1.remote.registered "registered $RXE_IP0:7471" \
-	"$(fl jd1 '.flows[] | select(.remote != null) | "\(.remote.state) \(.remote.peer)"')"
+	"$(jv_jd_fl 1 '.flows[] | select(.remote != null) | "\(.remote.state) \(.remote.peer)"')"
 # the flow's published rate is the responder's grant (jd1 alone would not pace it)
 expect_eq jd1.rate.is.grant true \
-	"$(fl jd1 '[.flows[] | select(.remote != null) | .paced_rate_bps == .remote.grant_bps] == [true]')"
-ctl jd0 flows >"$JV_OUT/jd0-flows.txt"
-ctl jd1 flows >"$JV_OUT/jd1-flows.txt"
-ctl jd0 status >"$JV_OUT/jd0-status.txt"
+	"$(jv_jd_fl 1 '[.flows[] | select(.remote != null) | .paced_rate_bps == .remote.grant_bps] == [true]')"
+jv_jd_ctl 0 flows >"$JV_OUT/jd0-flows.txt"
+jv_jd_ctl 1 flows >"$JV_OUT/jd1-flows.txt"
+jv_jd_ctl 0 status >"$JV_OUT/jd0-status.txt"
 expect_eq justctl.jd0.shows.remote yes \
 	"$(grep -q "remote READ flows served here" "$JV_OUT/jd0-flows.txt" && echo yes)"
 expect_eq justctl.jd1.shows.grant yes \
@@ -137,71 +99,69 @@ expect_eq justctl.jd0.status yes \
 cat "$JV_OUT/jd0-flows.txt" "$JV_OUT/jd1-flows.txt"
 read_done read.shim
 SHIMRATE=$MBPS
-g1=$(st jd0 '.remote_read.messages.sent.grants')
+g1=$(jv_jd_st 0 '.remote_read.messages.sent.grants')
 secs=$(jv_secs "$t0")
 echo "READ 1 MiB, B <- A: plain $PLAIN Mbit/s, under A's grant (MaxRate $((MAXRATE / 1000000)) Mbit/s) $SHIMRATE Mbit/s"
 echo "channel: $((g1 - g0)) remote_grants in ${secs}s from jd0"
 expect_eq read.shim.within.grant yes \
 	"$( ((SHIMRATE <= MAXRATE / 1000000 * 115 / 100)) && echo yes)"
 # ... and no stale reservation once the READ application is gone
-wait_for st jd0 '.remote_read.served.flows == 0' 5
+jv_jd_wait st 0 '.remote_read.served.flows == 0' 5
 expect_eq jd0.closed.after.exit "0 true" \
-	"$(st jd0 '"\(.remote_read.served.flows) \(.remote_read.served.closed >= 1)"')"
+	"$(jv_jd_st 0 '"\(.remote_read.served.flows) \(.remote_read.served.closed >= 1)"')"
 
 # ---- A protects a latency flow (pace mode protect, a local latency and a
 # local bandwidth flow registered by flowreg): the remote READ counts in
 # A's B' next to the local bandwidth flow, and both get the same share of
 # SafeUtil (equal weights); B's READ follows it
 R=$PWD/build/tests/flowreg
-g0=$(st jd0 '.remote_read.messages.sent.grants')
+g0=$(jv_jd_st 0 '.remote_read.messages.sent.grants')
 t0=$(jv_now)
 read_flow read.protect 10 shim
 "$R" /run/jd0/justitiad.sock 1 -c latency -d "$RXE_DEV0" -t 10 >"$JV_OUT/flowreg-lat.out" 2>&1 &
 FL=$!
 "$R" /run/jd0/justitiad.sock 1 -c bandwidth -d "$RXE_DEV0" -a -t 10 >"$JV_OUT/flowreg-bw.out" 2>&1 &
 FB=$!
-wait_for st jd0 '.controller.flows.latency == 1 and .controller.flows.bandwidth == 2 and .controller.pace_mode == "protect"' 15
+jv_jd_wait st 0 '.controller.flows.latency == 1 and .controller.flows.bandwidth == 2 and .controller.pace_mode == "protect"' 15
 expect_eq jd0.protect.counts "1 2 protect" \
-	"$(st jd0 '"\(.controller.flows.latency) \(.controller.flows.bandwidth) \(.controller.pace_mode)"')"
+	"$(jv_jd_st 0 '"\(.controller.flows.latency) \(.controller.flows.bandwidth) \(.controller.pace_mode)"')"
 same='([.flows[] | select(.comm == "flowreg" and .class == "bandwidth") | .paced_rate_bps][0]) as $l | .remote[0].share_bps as $r | ($l != null and $r != null and $l == $r)'
-wait_for fl jd0 "$same" 10
-expect_eq jd0.protect.equal.shares true "$(fl jd0 "$same")"
-ctl jd0 flows >"$JV_OUT/jd0-protect.txt"
+jv_jd_wait fl 0 "$same" 10
+expect_eq jd0.protect.equal.shares true "$(jv_jd_fl 0 "$same")"
+jv_jd_ctl 0 flows >"$JV_OUT/jd0-protect.txt"
 cat "$JV_OUT/jd0-protect.txt"
-echo "jd0: SafeUtil $(st jd0 .controller.safe_util_bps) bit/s; jd1's grant $(fl jd1 '[.flows[] | select(.remote != null) | .remote.grant_bps][0]') bit/s"
+echo "jd0: SafeUtil $(jv_jd_st 0 .controller.safe_util_bps) bit/s; jd1's grant $(jv_jd_fl 1 '[.flows[] | select(.remote != null) | .remote.grant_bps][0]') bit/s"
 wait "$FL" "$FB"
 read_done read.protect
-g1=$(st jd0 '.remote_read.messages.sent.grants')
+g1=$(jv_jd_st 0 '.remote_read.messages.sent.grants')
 echo "READ 1 MiB next to A's protected latency flow: $MBPS Mbit/s; channel: $((g1 - g0)) remote_grants in $(jv_secs "$t0")s from jd0"
-wait_for st jd0 '.remote_read.served.flows == 0' 5
+jv_jd_wait st 0 '.remote_read.served.flows == 0' 5
 
 # ---- the requester's daemon dies: the responder drops its flows
 read_flow read.kill 15 shim
-wait_for st jd0 '.remote_read.served.flows == 1' 20
-expect_eq jd0.counts.second.flow 1 "$(st jd0 .remote_read.served.flows)"
-kill -KILL "$PID_jd1"
-wait "$PID_jd1" 2>/dev/null
-wait_for st jd0 '.remote_read.served.flows == 0' 15
+jv_jd_wait st 0 '.remote_read.served.flows == 1' 20
+expect_eq jd0.counts.second.flow 1 "$(jv_jd_st 0 .remote_read.served.flows)"
+kill -KILL "${JV_JDPID[1]}"
+wait "${JV_JDPID[1]}" 2>/dev/null
+jv_jd_wait st 0 '.remote_read.served.flows == 0' 15
 expect_eq jd0.dropped.with.channel "0 true" \
-	"$(st jd0 '"\(.remote_read.served.flows) \(.remote_read.served.dropped >= 1)"')"
+	"$(jv_jd_st 0 '"\(.remote_read.served.flows) \(.remote_read.served.dropped >= 1)"')"
 read_done read.kill # the shim failed open: the READ goes on
 
 # ---- only the requester runs Justitia: unconstrained on A's side, warned
-start jd1
-kill -TERM "$PID_jd0"
-wait "$PID_jd0"
-expect_eq jd0.exit 0 "$?"
+jv_jd_start 1 || exit 1
+jv_jd_stop 0
+expect_eq jd0.exit 0 "$JV_JDRC"
 read_flow read.alone 6 shim
-wait_for fl jd1 '[.flows[] | select(.remote != null) | .remote.state == "unmanaged"] == [true]' 10
+jv_jd_wait fl 1 '[.flows[] | select(.remote != null) | .remote.state == "unmanaged"] == [true]' 10
 expect_eq jd1.alone.unmanaged "unmanaged null" \
-	"$(fl jd1 '.flows[] | select(.remote != null) | "\(.remote.state) \(.remote.grant_bps)"')"
-ctl jd1 flows >"$JV_OUT/jd1-alone.txt"
+	"$(jv_jd_fl 1 '.flows[] | select(.remote != null) | "\(.remote.state) \(.remote.grant_bps)"')"
+jv_jd_ctl 1 flows >"$JV_OUT/jd1-alone.txt"
 cat "$JV_OUT/jd1-alone.txt"
 expect_eq justctl.jd1.warns yes \
 	"$(grep -q "remote: responder not managed" "$JV_OUT/jd1-alone.txt" && echo yes)"
 read_done read.alone
 echo "READ 1 MiB with no daemon on A: $MBPS Mbit/s"
-kill -TERM "$PID_jd1"
-wait "$PID_jd1"
-expect_eq jd1.exit 0 "$?"
+jv_jd_stop 1
+expect_eq jd1.exit 0 "$JV_JDRC"
 jv_summary

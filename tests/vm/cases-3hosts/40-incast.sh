@@ -18,53 +18,13 @@
 # (registration, views, grants, enforcement), not a NIC's isolation.
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-D=$PWD/build/justitiad
-C=$PWD/build/justctl
 B=$PWD/build/justbench
 SHIM=$PWD/build/libjustitia.so
 MAXRATE=${INCAST_MAXRATE:-60000000}
 SECS=${INCAST_SECS:-20}
 PORT=18760
 mkdir -p "$JV_OUT"
-head -c 32 /dev/urandom | base64 >"$JV_OUT/secret"
-chmod 600 "$JV_OUT/secret"
-
-conf() { # NAME DEVICE LISTEN PEERS(JSON list of objects)
-	cat >"$JV_OUT/$1.json" <<EOF
-{
-  "runtime_dir": "/run/$1",
-  "state_dir": "$JV_OUT/$1-state",
-  "log_level": "info",
-  "qpwatch": false,
-  "devices": [ { "name": "$2", "gid_index": $RXE_GID, "max_rate": "${MAXRATE}bit",
-                 "chunk_default": 65536 } ],
-  "reference": { "listen_address": "$3", "peers": $4,
-                 "secret_file": "$JV_OUT/secret" }
-}
-EOF
-}
-
-start() { # NAME: PID_NAME
-	jv_daemon_start "$JV_OUT/$1.json" "/run/$1/justitiad.sock" || exit 1
-	eval "PID_$1=$JD"
-}
-
-ctl() { # NAME ARGS...
-	local n=$1
-	shift
-	"$C" -s "/run/$n/justitiad.sock" "$@"
-}
-st() { ctl "$1" --json status | jq -r "$2"; }       # NAME JQ over status
-fl() { ctl "$1" --json flows | jq -r "$2"; }        # NAME JQ over flows
-wait_for() { # WHAT NAME JQ [SECONDS]: until the expression is "true"
-	local end=$((SECONDS + ${4:-20}))
-	# (by the clock: under TCG one justctl and jq take a good part of a second)
-	while ((SECONDS < end)); do
-		[ "$($1 "$2" "$3" 2>/dev/null)" = true ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
+jv_jd_secret # the daemons: tests/vm/lib.sh
 
 # flow NAME HOST SECONDS SPEC [shim]: a justbench server on R (rxe2) and a
 # client on HOST running SPEC for SECONDS, preloaded with jdHOST's socket if
@@ -117,31 +77,32 @@ incast incast.plain
 incast_done incast.plain
 
 # ---- Justitia: jd2 (R) peers with both senders
-conf jd0 "$RXE_DEV0" "$RXE_IP0" "[ { \"address\": \"$RXE_IP2\" } ]"
-conf jd1 "$RXE_DEV1" "$RXE_IP1" "[ { \"address\": \"$RXE_IP2\" } ]"
-conf jd2 "$RXE_DEV2" "$RXE_IP2" "[ { \"address\": \"$RXE_IP0\" }, { \"address\": \"$RXE_IP1\" } ]"
-start jd2
-start jd0
-start jd1
+for h in 0 1 2; do
+	jv_jd_conf $h "${MAXRATE}bit" "$([ $h = 2 ] && echo 0 1 || echo 2)" log_level=info \
+		device.chunk_default=65536
+done
+jv_jd_start 2 || exit 1
+jv_jd_start 0 || exit 1
+jv_jd_start 1 || exit 1
 sleep 3 # the channels come up (a late one registers the flows when it does)
-g0=$(st jd2 '.remote_read.messages.sent.grants')
-o0=$(( $(st jd0 '.remote_read.messages.sent.open') + $(st jd1 '.remote_read.messages.sent.open') ))
+g0=$(jv_jd_st 2 '.remote_read.messages.sent.grants')
+o0=$(( $(jv_jd_st 0 '.remote_read.messages.sent.open') + $(jv_jd_st 1 '.remote_read.messages.sent.open') ))
 t0=$(jv_now)
 incast incast.shim shim
 in='.remote_read.served.incoming'
 share='[.remote[] | select(.kind == "recv" and .class == "bandwidth") | .share_bps > 0] | (length >= 2 and all)'
 got='[.flows[] | select(.remote != null and .remote.kind == "recv" and .class == "bandwidth") | .remote.grant_bps != null and .paced_rate_bps != null and .paced_rate_bps <= .remote.grant_bps] | (length >= 1 and all)'
-wait_for st jd2 "$in.bandwidth >= 2 and $in.latency >= 1" 30
-wait_for fl jd2 "$share" 10
-wait_for fl jd0 "$got" 10
-wait_for fl jd1 "$got" 10
+jv_jd_wait st 2 "$in.bandwidth >= 2 and $in.latency >= 1" 30
+jv_jd_wait fl 2 "$share" 10
+jv_jd_wait fl 0 "$got" 10
+jv_jd_wait fl 1 "$got" 10
 # one snapshot of everything, checked afterwards (the flows run meanwhile)
 for n in jd2 jd0 jd1; do
-	ctl $n --json flows >"$JV_OUT/$n-flows.json"
-	ctl $n flows >"$JV_OUT/$n-flows.txt"
+	jv_jd_ctl ${n#jd} --json flows >"$JV_OUT/$n-flows.json"
+	jv_jd_ctl ${n#jd} flows >"$JV_OUT/$n-flows.txt"
 done
-ctl jd2 --json status >"$JV_OUT/jd2-status.json"
-ctl jd2 status >"$JV_OUT/jd2-status.txt"
+jv_jd_ctl 2 --json status >"$JV_OUT/jd2-status.json"
+jv_jd_ctl 2 status >"$JV_OUT/jd2-status.txt"
 S2=$JV_OUT/jd2-status.json
 expect_eq jd2.incoming.seen true "$(jq -r "$in.bandwidth >= 2 and $in.latency >= 1" "$S2")"
 # the incoming latency flow is L' on R: its reference flow runs, SafeUtil adapts
@@ -163,17 +124,16 @@ grep -E "^(incoming|remote READ):" "$JV_OUT/jd2-status.txt"
 echo "jd2: SafeUtil $(jq -r .controller.safe_util_bps "$S2") bit/s, L $(jq -r .controller.flows.latency "$S2"), B $(jq -r .controller.flows.bandwidth "$S2"), shares $(jq -r '[.remote[] | select(.class == "bandwidth") | .share_bps] | map(tostring) | join(", ")' "$JV_OUT/jd2-flows.json") bit/s" |
 	tee -a "$JV_OUT/incast.txt"
 incast_done incast.shim
-g1=$(st jd2 '.remote_read.messages.sent.grants')
-o1=$(( $(st jd0 '.remote_read.messages.sent.open') + $(st jd1 '.remote_read.messages.sent.open') ))
+g1=$(jv_jd_st 2 '.remote_read.messages.sent.grants')
+o1=$(( $(jv_jd_st 0 '.remote_read.messages.sent.open') + $(jv_jd_st 1 '.remote_read.messages.sent.open') ))
 secs=$(jv_secs "$t0")
 echo "channel: $((g1 - g0)) remote_grants from jd2 and $((o1 - o0)) remote_open from jd0+jd1 in ${secs}s (MaxRate $((MAXRATE / 1000000)) Mbit/s)" |
 	tee -a "$JV_OUT/incast.txt"
 # ... and no stale views once the senders' applications are gone
-wait_for st jd2 '.remote_read.served.flows == 0' 10
-expect_eq jd2.closed.after.exit 0 "$(st jd2 .remote_read.served.flows)"
-for n in jd0 jd1 jd2; do
-	eval "kill -TERM \$PID_$n; wait \$PID_$n"
-	expect_eq "$n.exit" 0 "$?"
-done
+jv_jd_wait st 2 '.remote_read.served.flows == 0' 10
+expect_eq jd2.closed.after.exit 0 "$(jv_jd_st 2 .remote_read.served.flows)"
+jv_jd_stop 0 1 2
+read -ra rc <<<"$JV_JDRC"
+for h in 0 1 2; do expect_eq "jd$h.exit" 0 "${rc[h]}"; done
 cat "$JV_OUT/incast.txt"
 jv_summary

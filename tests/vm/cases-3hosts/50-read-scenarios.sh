@@ -23,14 +23,16 @@
 #    remote flow (status, justctl flows), B shows it registered with a grant,
 #    A protects.
 #  - (a): remote READ control registers bandwidth-class READs only, so B's
-#    latency READ is NOT registered with A.  A's daemon learns that a latency
-#    flow needs protecting only because the READ's responder, the justbench
-#    server on A, is preloaded and classifies its QP latency: a latency flow
-#    of A's own, which puts A in pace mode protect and paces A's elephant at
-#    SafeUtil.  A responder that does not classify its QP (say ib_read_lat's
-#    server without JUSTITIA_CLASS=lat) leaves A in pace mode off, and the
-#    elephant unpaced.  Asserted: A protects; printed: A serves no remote
-#    flow.
+#    latency READ is NOT registered with A as a remote READ.  A's daemon
+#    learns that a latency flow needs protecting in two ways: the READ's
+#    responder, the justbench server on A, is preloaded and classifies its
+#    QP latency (a latency flow of A's own), and B's daemon registers B's
+#    latency flow with A as an incoming flow (kind recv), which puts A in
+#    pace mode protect too (daemon/controller.c; so a responder that does
+#    not classify its QP, say ib_read_lat's server without
+#    JUSTITIA_CLASS=lat, no longer leaves A in pace mode off).  Either way
+#    A paces its elephant at SafeUtil.  Asserted: A protects; printed: A
+#    serves no remote READ flow.
 #  - (b)'s READ is paced to A's grant but split at B's chunk (1 MiB: B has
 #    no latency flow), so A's NIC still sends each 1 MiB response whole.
 #  - Only structure is asserted: every flow moved bytes, A protects, A
@@ -44,7 +46,6 @@
 #    remote READ scenarios on three emulated hosts").
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
-C=$PWD/build/justctl
 B=$PWD/build/justbench
 SHIM=$PWD/build/libjustitia.so
 LT=${READ_LAT_SECS:-5}    # seconds of each latency measurement
@@ -115,53 +116,24 @@ rxedelta() {
 			if (q[2] - p[2] > 0) printf "%s +%d ", p[1], q[2] - p[2] } }'
 }
 
-# ---- the daemons
-head -c 32 /dev/urandom | base64 >"$L/secret"
-chmod 600 "$L/secret"
-conf() { # I PEERS-JSON
-	cat >"$L/jd$1.json" <<EOF
-{
-  "runtime_dir": "/run/jd$1",
-  "state_dir": "$L/jd$1-state",
-  "qpwatch": false,
-  "devices": [ { "name": "$(dev "$1")", "gid_index": $RXE_GID, "max_rate": "${MAXRATE}Mbit" } ],
-  "controller": { "target99_us": $TARGET_US, "pace_mode": "auto" },
-  "reference": { "listen_address": "$(ip "$1")", "period_us": 5000,
-                 "peers": $2, "secret_file": "$L/secret" }
-}
-EOF
-}
-ctl() { # I ARGS...: JSON from jd<I>
-	local i=$1
-	shift
-	"$C" -s "/run/jd$i/justitiad.sock" -j "$@" 2>/dev/null
-}
+# ---- the daemons (tests/vm/lib.sh: jv_jd_*), A peered with B and C
+JV_JD_DIR=$L
+jv_jd_secret
 daemons_up() {
 	local i
-	conf 0 "[ { \"address\": \"$RXE_IP1\" }, { \"address\": \"$RXE_IP2\" } ]"
-	conf 1 "[ { \"address\": \"$RXE_IP0\" } ]"
-	conf 2 "[ { \"address\": \"$RXE_IP0\" } ]"
 	for i in 0 1 2; do
-		jv_daemon_start "$L/jd$i.json" "/run/jd$i/justitiad.sock" || return 1
-		eval "JD$i=$JD"
+		jv_jd_conf $i "${MAXRATE}Mbit" "$([ $i = 0 ] && echo 1 2 || echo 0)" \
+			controller.target99_us="$TARGET_US" controller.pace_mode=auto reference.period_us=5000
+		jv_jd_start $i || return 1
 	done
 	# B's and C's channels to A up and authenticated before the flows start
-	for _ in $(seq 100); do
-		[ "$(ctl 1 status | jq -r .controller.reference.channel.authenticated)" = true ] &&
-			[ "$(ctl 2 status | jq -r .controller.reference.channel.authenticated)" = true ] &&
-			break
-		sleep 0.1
-	done
-	expect_eq daemons.channels.up "true true" \
-		"$(ctl 1 status | jq -r .controller.reference.channel.authenticated) $(ctl 2 status | jq -r .controller.reference.channel.authenticated)"
+	local up='.controller.reference.channel.authenticated'
+	jv_jd_wait st 1 "$up" 10 && jv_jd_wait st 2 "$up" 10
+	expect_eq daemons.channels.up "true true" "$(jv_jd_st 1 "$up") $(jv_jd_st 2 "$up")"
 }
 daemons_down() {
-	kill -TERM "$JD0" "$JD1" "$JD2" 2>/dev/null
-	local rc0 rc1 rc2
-	wait "$JD0"; rc0=$?
-	wait "$JD1"; rc1=$?
-	wait "$JD2"; rc2=$?
-	expect_eq daemons.exit.clean "0 0 0" "$rc0 $rc1 $rc2"
+	jv_jd_stop 0 1 2
+	expect_eq daemons.exit.clean "0 0 0" "$JV_JDRC"
 }
 
 # scenario S MODE: S is a or b; the elephant alone for 1.5 s, then the
@@ -201,13 +173,13 @@ scenario() {
 		[[ $s == b ]] && want='.remote_read.served.flows >= 1 and .controller.flows.latency >= 1'
 		for _ in $(seq $((LT * 2))); do
 			sleep 0.5
-			[ "$(ctl 0 status | jq -r "$want")" = true ] && break
+			[ "$(jv_jd_st 0 "$want")" = true ] && break
 		done
 		for i in 0 1; do
-			ctl $i status >"$L/$s-$mode-jd$i.status.json"
-			ctl $i flows >"$L/$s-$mode-jd$i.flows.json"
+			jv_jd_ctl $i -j status >"$L/$s-$mode-jd$i.status.json" 2>/dev/null
+			jv_jd_ctl $i -j flows >"$L/$s-$mode-jd$i.flows.json" 2>/dev/null
 		done
-		"$C" -s /run/jd0/justitiad.sock flows >"$L/$s-$mode-jd0.flows.txt" 2>&1) &
+		jv_jd_ctl 0 flows >"$L/$s-$mode-jd0.flows.txt" 2>&1) &
 		snap=$!
 	fi
 	finish "$s.$mode.latency" "$s-$mode-lat" "$lc" "$ls"
