@@ -191,11 +191,14 @@ jv_rxe_counters() {
 # runs).  Not for cases that measure latency: RPS's inter-processor
 # interrupts cost 10-35 us of p50 under TCG.
 jv_inorder() {
-	local n mask=0
+	local n q mask=0
 	[[ $1 == on ]] && mask=$(printf '%x' $(((1 << $(nproc)) - 1)))
-	for n in veth0 veth1; do
-		echo "$mask" >"/sys/class/net/$n/queues/rx-0/rps_cpus" ||
-			echo "jv_inorder: cannot set RPS on $n" >&2
+	# every host's veth, and with 3 hosts or more the bridge's ports
+	# (jvportI) their packets cross on the way
+	for q in /sys/class/net/veth*/queues/rx-0 /sys/class/net/jvport*/queues/rx-0; do
+		[ -d "$q" ] || continue
+		n=${q#/sys/class/net/}
+		echo "$mask" >"$q/rps_cpus" || echo "jv_inorder: cannot set RPS on ${n%%/*}" >&2
 	done
 }
 

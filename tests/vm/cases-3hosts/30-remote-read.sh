@@ -17,6 +17,9 @@
 #  - kill -9 jd1 while a READ runs: jd0 drops its flow with the channel;
 #  - with no daemon on A, jd1 shows the flow unconstrained, warned
 #    ("responder not managed").
+# A READ flow that justbench fails for Soft-RoCE's READ stall (posts that
+# neither complete nor fail, seen without Justitia too) is reported, its
+# exit code not judged; its bytes and every other check are.
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
 B=$PWD/build/justbench
@@ -24,6 +27,11 @@ SHIM=$PWD/build/libjustitia.so
 MAXRATE=40000000
 PORT=18700
 mkdir -p "$JV_OUT"
+# each QP's packets in order across the veths and the bridge (lib.sh,
+# jv_inorder): Soft-RoCE's retransmissions are where it is fragile, and
+# this case measures no latency
+jv_inorder on
+trap 'jv_inorder off' EXIT
 jv_jd_secret # the daemons: tests/vm/lib.sh
 
 # read NAME SECONDS [shim]: justbench READs 1 MiB messages from A's server
@@ -48,7 +56,16 @@ read_done() { # NAME: wait, check, print the rate (Mbit/s) in MBPS
 	local rc=0
 	wait "$RPID" || rc=$?
 	wait "$SPID" || true
-	expect_eq "$1.rc" 0 "$rc"
+	if ((rc)) && grep -q 'posts still in flight' "$JV_OUT/$1.out"; then
+		# Soft-RoCE's READ stall: READs that neither complete nor fail
+		# (retry_cnt 7, timeout 67 ms), seen with no daemon and no shim
+		# too (docs/results.md, "Issue 13: remote READ scenarios on three
+		# emulated hosts"): the testbed's, not judged; the bytes moved
+		# before it still are, and every other check of the case
+		_jv_result "$1.rc" 1 "rc $rc: Soft-RoCE's READ stall, not judged: $(grep -o '[0-9]* posts still in flight.*' "$JV_OUT/$1.out" | head -1); rxe: $(jv_rxe_counters 'retry|seq_err|duplicate_request|out_of_seq|rnr|timeout' | tr '\n' ' ')"
+	else
+		expect_eq "$1.rc" 0 "$rc"
+	fi
 	if ((rc)); then
 		echo "---- $1: client"; tail -30 "$JV_OUT/$1.out"
 		echo "---- $1: server"; tail -10 "$JV_OUT/$1.server.out"
