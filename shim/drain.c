@@ -94,6 +94,119 @@ static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
 	return now + wait;
 }
 
+/* The split window of @p (at least what it had so far, and @ahead's: a
+ * window never shrinks, splitjob.c) for a chunk of its size. */
+static uint32_t data_window(struct shim_qp *q, const struct jst_flow_ctl *slot,
+			    struct pend_wr *p, const struct pend_wr *ahead, int direct)
+{
+	uint32_t window = splitjob_window(q, slot, p->chunk, direct);
+
+	if (window < p->window)
+		window = p->window;
+	if (ahead && window < ahead->window)
+		window = ahead->window;
+	p->window = (uint8_t)window;
+	return window;
+}
+
+/* Post @p's data chunks, each paid for, while fewer than @window are in
+ * flight on the split QP (with those of the message @ahead of it, if any).
+ * Returns the time a token is due, else 0 (the window is full, or every
+ * data chunk went, or one failed: p->failed). */
+static uint64_t post_data(struct shim_qp *q, struct pend_wr *p, const struct pend_wr *ahead,
+			  uint32_t window, uint64_t now)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+	int direct = atomic_load_explicit(&q->direct, memory_order_relaxed);
+	uint32_t before = ahead ? ahead->inflight : 0;
+
+	while (!p->failed && p->next_chunk + 1 < p->n_chunks && before + p->inflight < window) {
+		int rc;
+
+		if (!direct && slot && st && !p->paid) {
+			uint64_t cost = wrpost_cost_ns(cls, slot, p->chunk);
+			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now, cost,
+						    wrpost_burst(cost));
+
+			if (wait)
+				return token_due(q, now, wait);
+		}
+		p->paid = 1;
+		rc = splitjob_post_chunk(q, p, splitjob_data_chunk(p, p->next_chunk), window);
+		if (rc && shim_no_room(rc) && before + p->inflight && !q->split.c_since_sig)
+			break; /* its (signaled) completions make room */
+		if (rc) {
+			p->failed = 1 + IBV_WC_LOC_QP_OP_ERR;
+			break;
+		}
+		p->paid = 0;
+		p->next_chunk++;
+	}
+	return 0;
+}
+
+/* Following message.
+ *
+ * The message at the head has posted its every data chunk and waits for
+ * their completions, a round trip, before its final WR goes on the
+ * application's QP (split.h): at line rate a chunk round trip per message
+ * left idle.  The next message's data chunks may go in that time, on the
+ * same split QP, behind the head's (RC executes them in that order at the
+ * responder), when nothing the peer or the application can observe
+ * changes:
+ *
+ * - the head's final moves no bytes (p->zfin: an RDMA WRITE without
+ *   immediate or an RDMA READ): it has no effect on remote memory that the
+ *   next message's data could overtake.  A WRITE_WITH_IMM's final (its
+ *   immediate tells the receiver the data is there) or a SEND's would let
+ *   the receiver see the next message's data land before the notification
+ *   of this one: those keep waiting;
+ * - the next one is split the same way (one-sided, zero-length final) and
+ *   of the same opcode, so the responder sees the WRITEs (or the READs) of
+ *   the unsplit order, in that order, on one QP.  A READ then a WRITE
+ *   could take the WRITE's local bytes before the READ's response landed
+ *   there, a WRITE then a READ needs none of this: both wait;
+ * - it does not carry IBV_SEND_FENCE: a fenced WR starts only when the WRs
+ *   before it completed, and so do its chunks;
+ * - nothing went on the application's QP since (no barrier owed: order.h);
+ * - the application's completions do not move: each final still goes on
+ *   its QP only when all of its message's chunks completed, in order, and
+ *   no WR more is posted there (max_send_wr is untouched).
+ *
+ * And only when the round trip would be lost: a flow its tokens hold back
+ * makes up for it from its bucket (the credit it banked meanwhile goes
+ * back to back), so it gains nothing by following and goes as before; one
+ * that has banked half of all it may (wrpost_burst()) runs below its
+ * grant, held by its window and these round trips (or unpaced: direct).
+ *
+ * A chunk of the head that fails puts the split QP in error: the next
+ * message's chunks behind it are flushed without executing, and the
+ * backlog (that message with it) fails as before (fail_split()).
+ * Returns the time a token is due, else 0. */
+static uint64_t follow_locked(struct shim_qp *q, struct pend_wr *p, uint64_t now)
+{
+	const struct jst_flow_ctl *slot = atomic_load_explicit(&q->slot, memory_order_acquire);
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
+	int direct = atomic_load_explicit(&q->direct, memory_order_relaxed);
+	struct pend_wr *n = p->next;
+
+	if (!n || !p->zfin || !n->zfin || p->failed || p->next_chunk + 1 < p->n_chunks ||
+	    n->failed || n->phase != SPLITMSG_DATA || n->wr.opcode != p->wr.opcode ||
+	    (n->wr.send_flags & IBV_SEND_FENCE) || q->ord_barrier ||
+	    atomic_load_explicit(&q->ord_dirty, memory_order_relaxed))
+		return 0;
+	if (!direct && slot && st) {
+		uint64_t v = atomic_load_explicit(&st->bucket_vtime_ns, memory_order_relaxed);
+
+		if (v + wrpost_burst(wrpost_cost_ns(cls, slot, n->chunk)) / 2 > now)
+			return 0; /* held by its tokens */
+	}
+	return post_data(q, n, p, data_window(q, slot, n, p, direct), now);
+}
+
 /* Post what the tokens allow (drain_locked()). */
 static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 {
@@ -142,36 +255,13 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 			splitmsg_make_whole(q, p);
 		}
 		if (p->chunk) {
-			uint32_t window = splitjob_window(q, slot, p->chunk, direct);
+			uint32_t window = data_window(q, slot, p, 0, direct);
+			uint64_t due = post_data(q, p, 0, window, now);
 
-			if (window < p->window)
-				window = p->window;
-			p->window = (uint8_t)window;
-
-			/* split chunks, a window at a time, each paid for */
-			while (!p->failed && p->next_chunk + 1 < p->n_chunks &&
-			       p->inflight < window) {
-				if (!direct && slot && st && !p->paid) {
-					uint64_t cost = wrpost_cost_ns(cls, slot, p->chunk);
-					uint64_t wait = bucket_take(&st->bucket_vtime_ns, now,
-								    cost, wrpost_burst(cost));
-
-					if (wait)
-						return token_due(q, now, wait);
-				}
-				p->paid = 1;
-				rc = splitjob_post_chunk(q, p, splitjob_data_chunk(p, p->next_chunk), window);
-				if (rc && shim_no_room(rc) && p->inflight && !q->split.c_since_sig)
-					break; /* its (signaled) completions make room */
-				if (rc) {
-					p->failed = 1 + IBV_WC_LOC_QP_OP_ERR;
-					break;
-				}
-				p->paid = 0;
-				p->next_chunk++;
-			}
+			if (due)
+				return due;
 			if (p->inflight)
-				return 0;
+				return follow_locked(q, p, now); /* 0: its completions wake us */
 			if (p->failed) {
 				fail_split(q, p);
 				break;

@@ -81,7 +81,10 @@ static int post_split(struct shim_qp *q, struct pend_wr *p, struct ibv_send_wr *
 	struct ibv_send_wr *bad = NULL;
 	uint64_t seq = sp->c_posted + 1;
 	uint32_t every = window / 2 ? window / 2 : 1;
-	int sig = last || sp->c_since_sig + 1 >= every || p->inflight + 1 >= window, rc;
+	/* (in flight: the message's own chunks and those of the one ahead of
+	 * it, drain.c, "following message") */
+	int sig = last || sp->c_since_sig + 1 >= every || sp->c_posted - sp->c_done + 1 >= window,
+	    rc;
 
 	w->wr_id = seq << 3; /* (its low bits clear: not a control message) */
 	w->send_flags = sig ? IBV_SEND_SIGNALED : 0;
@@ -103,12 +106,20 @@ static void split_chunk_done(struct shim_qp *q, const struct ibv_wc *wc, uint64_
 	struct pend_wr *p = q->bl_head;
 	uint64_t seq = wc->wr_id >> 3, n;
 
-	/* chunks complete in order, for the job at the head; one from before
-	 * a RESET is not */
+	/* chunks complete in order: first those of the job at the head, then
+	 * those of the one that follows it (drain.c, "following message");
+	 * one from before a RESET is not */
 	if (!p || seq <= sp->c_done || seq > sp->c_posted)
 		return;
 	n = seq - sp->c_done;
 	sp->c_done = seq;
+	if (n > p->inflight && p->next && p->next->inflight) {
+		struct pend_wr *f = p->next;
+
+		n -= p->inflight;
+		p->inflight = 0;
+		p = f; /* (an error is the follower's: the head's chunks all went well) */
+	}
 	p->inflight = p->inflight > n ? p->inflight - (uint32_t)n : 0;
 	if (wc->status == IBV_WC_SUCCESS) {
 		uint64_t t = sp->c_post_ns[seq % SPLIT_WINDOW_MAX], d = now > t ? now - t : 0;
