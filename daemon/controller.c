@@ -296,12 +296,12 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	for (size_t i = 0; i < n; i++) {
 		struct flow *f = c->fp[i];
 		const struct tokens_flow *t = &c->tf[i];
-		uint64_t rate = rread_cap(f, t->rate_bps);
+		uint64_t rate = rread_cap(f, t->rate_bps), ops = rread_cap_ops(f, t->ops_per_s);
 
-		if (f->rate_bps == rate && f->ops_per_s == t->ops_per_s && f->wait_ns == t->wait_ns)
+		if (f->rate_bps == rate && f->ops_per_s == ops && f->wait_ns == t->wait_ns)
 			continue;
 		f->rate_bps = rate;
-		f->ops_per_s = t->ops_per_s;
+		f->ops_per_s = ops;
 		f->wait_ns = t->wait_ns;
 		/* class, flags and chunk are flows.c's (published on registration,
 		 * update and when latency flows come and go); the rates are ours */

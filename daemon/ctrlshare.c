@@ -104,8 +104,9 @@ static size_t remote_competing(const struct ctrl *c, size_t n, double *w)
 	return k;
 }
 
-/* SHARE: the remote READ flows' shares, by weight next to the local
- * competing flows' (@w_loc), of MaxRate (SafeUtil without a latency flow,
+/* SHARE: the remote READ flows' shares (a throughput flow's in ops/s, as
+ * a local one's), by weight next to the local competing flows' (@w_loc),
+ * of MaxRate (SafeUtil without a latency flow,
  * the paper's): this host's NIC sends their data, but nothing here
  * measures it, so C (what the local flows are seen to move) says nothing
  * of it.  @w_rem: their weights (remote_competing()).  Returns the
@@ -118,9 +119,14 @@ static double remote_share_rates(struct ctrl *c, size_t n, double w_loc, double 
 	for (size_t i = n; i < n + c->n_remote; i++) {
 		struct tokens_flow *t = &c->tf[i];
 		double w = t->weight ? t->weight : 1;
+		double r = su * w / (w_loc + w_rem + (t->active ? 0 : w));
 
-		t->ops_per_s = t->wait_ns = 0;
-		t->rate_bps = (uint64_t)(su * w / (w_loc + w_rem + (t->active ? 0 : w))) + 1;
+		t->rate_bps = t->ops_per_s = t->wait_ns = 0;
+		/* a throughput READ flow spends ops, as a local one does */
+		if (t->cls == FLOW_CLASS_THROUGHPUT)
+			t->ops_per_s = (uint64_t)(r * ops_per_bit(c)) + 1;
+		else
+			t->rate_bps = (uint64_t)r + 1;
 	}
 	return w_rem > 0 && w_loc > 0 ? cap * w_loc / (w_loc + w_rem) : cap;
 }

@@ -168,7 +168,8 @@ void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency)
 		chunk = f->remote.chunk;
 	/* a READ flow the responder's daemon limits is paced whatever the
 	 * mode here (rread.c: its rate is the lower grant) */
-	if (mode != JST_PACE_OFF || (f->remote.grant_bps && f->cls == FLOW_CLASS_BANDWIDTH)) {
+	if (mode != JST_PACE_OFF || (f->remote.grant_bps && f->cls == FLOW_CLASS_BANDWIDTH) ||
+	    (f->remote.grant_ops && f->cls == FLOW_CLASS_THROUGHPUT)) {
 		if (f->cls == FLOW_CLASS_BANDWIDTH)
 			flags = JST_F_PACE | JST_F_SPLIT;
 		else if (f->cls == FLOW_CLASS_THROUGHPUT)
@@ -546,11 +547,12 @@ static void add_remote(json_t *o, const struct flow *f)
 		return;
 	}
 	json_object_set_new(o, "remote", json_pack(
-		"{s:s, s:s, s:o, s:o, s:o}", "kind", rreadmsg_kind_name(f->remote.sent.kind),
+		"{s:s, s:s, s:o, s:o, s:o, s:o}", "kind", rreadmsg_kind_name(f->remote.sent.kind),
 		"state", (unsigned)st < sizeof(remote_state_names) / sizeof(remote_state_names[0])
 				 ? remote_state_names[st] : "?",
 		"peer", f->remote.peer[0] ? json_string(f->remote.peer) : json_null(),
 		"grant_bps", f->remote.grant_bps ? juint(f->remote.grant_bps) : json_null(),
+		"grant_ops_per_s", f->remote.grant_ops ? juint(f->remote.grant_ops) : json_null(),
 		"warning", f->remote.why[0] ? json_string(f->remote.why) : json_null()));
 }
 

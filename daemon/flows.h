@@ -60,6 +60,7 @@ struct flow {
 		int state;            /* enum flow_remote_state */
 		uint64_t serial;      /* the connection it is registered on, 0: none */
 		uint64_t grant_bps;   /* the responder's grant, 0: unconstrained */
+		uint64_t grant_ops;   /* ... a throughput flow's, ops/s */
 		uint32_t chunk;       /* the responder's chunk in force, 0: no say */
 		struct rread_open sent; /* what the responder was told */
 		bool busy;            /* a request in flight */

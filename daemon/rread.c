@@ -194,8 +194,8 @@ static void set_state(struct rread *rr, struct flow *f, int state, const char *f
 	va_list ap;
 
 	if (state != FLOW_REMOTE_REGISTERED) {
-		if (f->remote.grant_bps || f->remote.chunk) {
-			f->remote.grant_bps = 0;
+		if (f->remote.grant_bps || f->remote.grant_ops || f->remote.chunk) {
+			f->remote.grant_bps = f->remote.grant_ops = 0;
 			f->remote.chunk = 0;
 			flows_publish(&rr->d->flows, f);
 			rr->kick = true;
@@ -249,21 +249,31 @@ static void open_replied(struct peer_ctx *pc, struct peer *p, json_t *result, co
 	}
 	f->remote.busy = false;
 	if (result) {
+		/* a class that changed: the other unit's grant says nothing now */
+		if (call->o.cls != FLOW_CLASS_BANDWIDTH)
+			f->remote.grant_bps = 0;
+		if (call->o.cls != FLOW_CLASS_THROUGHPUT)
+			f->remote.grant_ops = 0;
 		f->remote.serial = call->serial;
 		f->remote.sent = call->o;
 		if (f->remote.state != FLOW_REMOTE_REGISTERED)
 			set_state(rr, f, FLOW_REMOTE_REGISTERED, NULL);
 	} else if (code && (!strcmp(code, "unknown_op") ||
 			    (call->o.kind == RREAD_RECV && !strcmp(code, "bad_request") && msg &&
-			     strstr(msg, "kind")))) {
-		/* (a daemon of item 2 knows the operations, not the kind) */
+			     strstr(msg, "kind")) ||
+			    (call->o.cls == FLOW_CLASS_THROUGHPUT && !strcmp(code, "bad_request") &&
+			     msg && strstr(msg, "class")))) {
+		/* (a daemon of item 2 knows the operations, not the kind; one
+		 * before throughput READs, not the class) */
 		f->remote.retry_ns = now + RREAD_OLD_PEER_NS;
 		bool recv = call->o.kind == RREAD_RECV;
 
 		set_state(rr, f, FLOW_REMOTE_UNMANAGED,
 			  "remote: %s not managed (its justitiad has no %s)",
 			  recv ? "receiver" : "responder",
-			  recv ? "receiver-side views" : "remote READ control");
+			  recv ? "receiver-side views"
+			  : !strcmp(code, "unknown_op") ? "remote READ control"
+			  : "throughput READ control");
 	} else if (code && (!strcmp(code, "closed") || !strcmp(code, "timeout"))) {
 		set_state(rr, f, FLOW_REMOTE_UNMANAGED, "remote: responder not managed (%s)", code);
 	} else {
@@ -326,15 +336,20 @@ static void send_open(struct rread *rr, struct flow *f, struct peer *p,
 	rr->tx.open++;
 }
 
-/* Which kind of remote flow @f is: a bandwidth flow that READs is served
- * by its peer's NIC (read); a bandwidth flow that WRITEs/SENDs, and any
- * latency flow, arrive at its peer (recv); -1: neither. */
+/* Which kind of remote flow @f is: a bandwidth or throughput flow that
+ * READs is served by its peer's NIC (read); a bandwidth flow that
+ * WRITEs/SENDs, and any latency flow, arrive at its peer (recv); -1:
+ * neither. */
 static int flow_kind(const struct flow *f)
 {
 	if (f->peer_qpn < 0 || f->peer_qpn > 0xffffff || !f->peer_gid[0])
 		return -1;
 	if (f->cls == FLOW_CLASS_BANDWIDTH)
 		return f->reads ? RREAD_READ : RREAD_RECV;
+	/* a throughput flow that READs costs its peer's NIC ops; its small
+	 * WRITEs/SENDs, little of the receiver's bandwidth (not registered) */
+	if (f->cls == FLOW_CLASS_THROUGHPUT)
+		return f->reads ? RREAD_READ : -1;
 	return f->cls == FLOW_CLASS_LATENCY ? RREAD_RECV : -1;
 }
 
@@ -415,14 +430,23 @@ bool rread_sync(struct rread *rr, uint64_t now)
 	return kick;
 }
 
+static uint64_t lower(uint64_t local, uint64_t remote)
+{
+	if (!remote)
+		return local;
+	return local && local < remote ? local : remote;
+}
+
 uint64_t rread_cap(const struct flow *f, uint64_t local_bps)
 {
-	uint64_t r = f->remote.state == FLOW_REMOTE_REGISTERED && f->cls == FLOW_CLASS_BANDWIDTH
-			     ? f->remote.grant_bps : 0;
+	return lower(local_bps, f->remote.state == FLOW_REMOTE_REGISTERED &&
+					f->cls == FLOW_CLASS_BANDWIDTH ? f->remote.grant_bps : 0);
+}
 
-	if (!r)
-		return local_bps;
-	return local_bps && local_bps < r ? local_bps : r;
+uint64_t rread_cap_ops(const struct flow *f, uint64_t local_ops)
+{
+	return lower(local_ops, f->remote.state == FLOW_REMOTE_REGISTERED &&
+					f->cls == FLOW_CLASS_THROUGHPUT ? f->remote.grant_ops : 0);
 }
 
 /* The responder's shares of our flows registered on this connection. */
@@ -432,8 +456,10 @@ static void serve_grants(struct peer_ctx *pc, struct peer *p, const struct peer_
 	struct rread *rr = arg;
 	struct rread_grant g[RREAD_GRANTS_MAX];
 	size_t n, ignored = 0;
+	uint64_t *have;
 	uint8_t kind;
 	char err[160];
+	bool ops;
 
 	rr->rx.grants++;
 	if (rreadmsg_parse_grants(args, &kind, g, &n, err, sizeof(err))) {
@@ -450,15 +476,22 @@ static void serve_grants(struct peer_ctx *pc, struct peer *p, const struct peer_
 			ignored++;
 			continue;
 		}
-		if (!f->remote.grant_bps != !g[i].rate_bps || f->remote.chunk != g[i].chunk) {
-			f->remote.grant_bps = g[i].rate_bps;
+		/* ... in the unit of the class registered (ops/s: throughput) */
+		ops = f->remote.sent.cls == FLOW_CLASS_THROUGHPUT;
+		if (g[i].ops != ops) {
+			ignored++;
+			continue;
+		}
+		have = ops ? &f->remote.grant_ops : &f->remote.grant_bps;
+		if (!*have != !g[i].rate_bps || f->remote.chunk != g[i].chunk) {
+			*have = g[i].rate_bps;
 			f->remote.chunk = g[i].chunk;
 			/* paced (or not) whatever the mode, split at the
 			 * smaller chunk */
 			flows_publish(&rr->d->flows, f);
 			rr->kick = true;
 		}
-		f->remote.grant_bps = g[i].rate_bps;
+		*have = g[i].rate_bps;
 	}
 	rr->rx.grants_applied += n - ignored;
 	rr->rx.grants_ignored += ignored;

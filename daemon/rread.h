@@ -3,11 +3,12 @@
  * When host B reads from host A, A's NIC sends the data, but A's shims see
  * no post for it.  So:
  *
- *  - requester (B): a bandwidth flow whose shim saw it post RDMA READs
- *    (JST_FS_READ) and whose peer GID belongs to a configured peer daemon is
- *    registered with that daemon over the channel (remote_open), updated
- *    when its weight or activity changes, closed when it goes away; its
- *    rate is the lower of its own grant and the responder's (rread_cap),
+ *  - requester (B): a bandwidth or throughput flow whose shim saw it post
+ *    RDMA READs (JST_FS_READ) and whose peer GID belongs to a configured
+ *    peer daemon is registered with that daemon over the channel
+ *    (remote_open), updated when its weight or activity changes, closed
+ *    when it goes away; its rate is the lower of its own grant and the
+ *    responder's (rread_cap; a throughput flow's ops/s, rread_cap_ops),
  *    and it is paced even when nothing here would pace it.  No responder
  *    daemon, or no channel to it: unconstrained on that side, with the
  *    reason in the flow's "remote" (justctl flows);
@@ -83,6 +84,8 @@ bool rread_sync(struct rread *rr, uint64_t now);
 /* Requester: the rate to publish for @f given its local grant (0 =
  * unpaced): the lower of the two, 0 only if neither side limits it. */
 uint64_t rread_cap(const struct flow *f, uint64_t local_bps);
+/* ... a throughput READ flow's ops/s, likewise (its responder's grant in ops/s). */
+uint64_t rread_cap_ops(const struct flow *f, uint64_t local_ops);
 /* status: {"served": {...rreadtab_json}, "requested": {...}, "messages": {...}} */
 json_t *rread_status(struct rread *rr, uint64_t now);
 

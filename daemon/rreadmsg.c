@@ -69,10 +69,12 @@ int rreadmsg_parse_open(json_t *args, struct rread_open *o, char *err, size_t er
 		c = FLOW_CLASS_BANDWIDTH;
 	else if (k == RREAD_RECV && !strcmp(cls, class_names[FLOW_CLASS_LATENCY]))
 		c = FLOW_CLASS_LATENCY; /* a latency flow that targets the receiver */
+	else if (k == RREAD_READ && !strcmp(cls, class_names[FLOW_CLASS_THROUGHPUT]))
+		c = FLOW_CLASS_THROUGHPUT; /* small READs in batches: paced by ops */
 	else
 		return bad(err, errlen,
 			   k == RREAD_RECV ? "class must be \"bandwidth\" or \"latency\""
-					   : "class must be \"bandwidth\"");
+					   : "class must be \"bandwidth\" or \"throughput\"");
 	*o = (struct rread_open){ .kind = k, .flow = (uint32_t)flow, .cls = c,
 				  .qpn = (uint32_t)qpn, .peer_qpn = (uint32_t)pqpn,
 				  .weight = (uint32_t)weight, .active = active };
@@ -114,21 +116,34 @@ int rreadmsg_parse_grants(json_t *args, uint8_t *k, struct rread_grant *g, size_
 	}
 	json_array_foreach(arr, i, e) {
 		json_t *f = json_array_get(e, 0), *r = json_array_get(e, 1), *c = json_array_get(e, 2);
+		json_t *u = json_array_get(e, 3);
 		json_int_t fv, rv, cv = 0;
+		bool ops = u != NULL;
 
-		/* [flow, rate_bps] or [flow, rate_bps, chunk] */
-		if (!json_is_array(e) || json_array_size(e) < 2 || json_array_size(e) > 3 ||
-		    !json_is_integer(f) || !json_is_integer(r) || (c && !json_is_integer(c))) {
-			snprintf(err, errlen, "grants[%zu] is not [flow, rate_bps, chunk]", i);
+		/* [flow, rate_bps], [flow, rate_bps, chunk] or [flow, ops_per_s,
+		 * chunk, "ops"] (a throughput READ flow's) */
+		if (!json_is_array(e) || json_array_size(e) < 2 || json_array_size(e) > 4 ||
+		    !json_is_integer(f) || !json_is_integer(r) || (c && !json_is_integer(c)) ||
+		    (u && !json_is_string(u))) {
+			snprintf(err, errlen, "grants[%zu] is not [flow, rate, chunk, unit]", i);
+			return -EINVAL;
+		}
+		/* (kind recv has no throughput flows) */
+		if (u && (strcmp(json_string_value(u), RREAD_UNIT_OPS) || *k != RREAD_READ)) {
+			snprintf(err, errlen,
+				 "grants[%zu]: the unit must be \"%s\", of kind \"%s\"", i,
+				 RREAD_UNIT_OPS, RREAD_KIND_READ);
 			return -EINVAL;
 		}
 		fv = json_integer_value(f);
 		rv = json_integer_value(r);
 		if (c)
 			cv = json_integer_value(c);
-		if (fv < 1 || fv > UINT32_MAX || rv < 0 || (uint64_t)rv > RREAD_RATE_MAX) {
-			snprintf(err, errlen, "grants[%zu]: flow 1..4294967295, rate_bps 0..%llu", i,
-				 RREAD_RATE_MAX);
+		if (fv < 1 || fv > UINT32_MAX || rv < 0 ||
+		    (uint64_t)rv > (ops ? RREAD_OPS_MAX : RREAD_RATE_MAX)) {
+			snprintf(err, errlen, "grants[%zu]: flow 1..4294967295, %s 0..%llu", i,
+				 ops ? "ops_per_s" : "rate_bps",
+				 ops ? RREAD_OPS_MAX : RREAD_RATE_MAX);
 			return -EINVAL;
 		}
 		if (cv && (cv < RREAD_CHUNK_MIN || cv > RREAD_CHUNK_MAX)) {
@@ -137,7 +152,7 @@ int rreadmsg_parse_grants(json_t *args, uint8_t *k, struct rread_grant *g, size_
 			return -EINVAL;
 		}
 		g[i] = (struct rread_grant){ .flow = (uint32_t)fv, .rate_bps = (uint64_t)rv,
-					     .chunk = (uint32_t)cv };
+					     .chunk = (uint32_t)cv, .ops = ops };
 	}
 	*n = i;
 	return 0;
@@ -164,7 +179,11 @@ json_t *rreadmsg_grants(uint8_t kind, const struct rread_grant *g, size_t n)
 	if (!arr)
 		return NULL;
 	for (size_t i = 0; i < n && i < RREAD_GRANTS_MAX; i++)
-		if (json_array_append_new(arr, g[i].chunk
+		if (json_array_append_new(arr, g[i].ops
+				? json_pack("[I, I, I, s]", (json_int_t)g[i].flow,
+					    (json_int_t)g[i].rate_bps, (json_int_t)g[i].chunk,
+					    RREAD_UNIT_OPS)
+				: g[i].chunk
 				? json_pack("[I, I, I]", (json_int_t)g[i].flow,
 					    (json_int_t)g[i].rate_bps, (json_int_t)g[i].chunk)
 				: json_pack("[I, I]", (json_int_t)g[i].flow,

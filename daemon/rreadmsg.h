@@ -27,6 +27,8 @@
 #define RREAD_WEIGHT_MAX 1000                /* as a flow's weight (flows.c) */
 #define RREAD_CHUNK_MIN 256                  /* a grant's chunk: 0, or 256 B .. 1 GiB */
 #define RREAD_CHUNK_MAX (1u << 30)
+#define RREAD_OPS_MAX 10000000000ull         /* 10^10 ops/s: as a device's max_ops */
+#define RREAD_UNIT_OPS "ops"                 /* a grant's 4th member: rate is ops/s */
 
 /* What a remote flow is to the daemon it is registered with. */
 enum rread_kind {
@@ -38,22 +40,25 @@ enum rread_kind {
 struct rread_open {
 	uint8_t kind;                 /* enum rread_kind */
 	uint32_t flow;                /* the requester's flow id, 1..2^32-1 */
-	uint8_t cls;                  /* enum flow_class: bandwidth; recv: or latency */
+	uint8_t cls;                  /* enum flow_class: bandwidth; read: or throughput;
+				       * recv: or latency */
 	uint32_t qpn;                 /* the requester's QP, 24 bits */
 	uint32_t peer_qpn;            /* the responder's QP (its peer), 24 bits */
 	uint32_t weight;              /* 1..RREAD_WEIGHT_MAX */
 	bool active;                  /* it moved data lately (the requester's view) */
 };
 
-/* One flow's share: bit/s, 0 = this side does not limit it; and the chunk
+/* One flow's share: bit/s (a throughput READ flow's: ops/s, @ops set; on
+ * the wire [flow, rate, chunk, "ops"]), 0 = this side does not limit it; and the chunk
  * its large messages should be split at for this side (bytes, 0 = no say:
  * the responder's or receiver's chunk in force, small while it protects a
  * latency flow, so that its NIC never sends a whole 1 MiB READ response
  * in one go behind which that flow waits). */
 struct rread_grant {
 	uint32_t flow;
-	uint64_t rate_bps;
+	uint64_t rate_bps;            /* bit/s, or ops/s if @ops */
 	uint32_t chunk;
+	bool ops;                     /* the rate is ops/s: a throughput flow's */
 };
 
 /* The arguments of each operation, strictly (every member, nothing else,

@@ -144,16 +144,25 @@ void rreadtab_set_rates(struct rread_tab *t, const struct tokens_flow *tf, size_
 	size_t k = 0;
 
 	for (size_t i = 0; i < t->n_conns; i++)
-		for (size_t j = 0; j < t->conns[i]->n && k < n; j++)
-			if (t->conns[i]->e[j].o.kind == RREAD_READ)
-				t->conns[i]->e[j].rate_bps = tf[k++].rate_bps;
+		for (size_t j = 0; j < t->conns[i]->n && k < n; j++) {
+			struct rread_entry *e = &t->conns[i]->e[j];
+
+			if (e->o.kind != RREAD_READ)
+				continue;
+			/* a throughput flow's share is ops/s, as a local one's */
+			e->rate_bps = e->o.cls == FLOW_CLASS_THROUGHPUT ? tf[k].ops_per_s
+									: tf[k].rate_bps;
+			k++;
+		}
 }
 
 void rreadtab_set_chunk(struct rread_tab *t, uint32_t chunk)
 {
 	for (size_t i = 0; i < t->n_conns; i++)
 		for (size_t j = 0; j < t->conns[i]->n; j++)
-			t->conns[i]->e[j].chunk = chunk;
+			/* (a throughput flow is not split: no say) */
+			t->conns[i]->e[j].chunk =
+				t->conns[i]->e[j].o.cls == FLOW_CLASS_THROUGHPUT ? 0 : chunk;
 }
 
 size_t rreadtab_fill_recv(const struct rread_tab *t, struct aimd_flow *af, uint32_t app0)
@@ -251,11 +260,14 @@ size_t rreadtab_grants(const struct rread_conn *c, uint8_t kind, size_t *from,
 {
 	size_t k = 0, j;
 
-	for (j = *from; j < c->n && k < RREAD_GRANTS_MAX; j++)
-		if (c->e[j].o.kind == kind)
-			g[k++] = (struct rread_grant){ .flow = c->e[j].o.flow,
-						       .rate_bps = c->e[j].rate_bps,
-						       .chunk = c->e[j].chunk };
+	for (j = *from; j < c->n && k < RREAD_GRANTS_MAX; j++) {
+		const struct rread_entry *e = &c->e[j];
+
+		if (e->o.kind == kind)
+			g[k++] = (struct rread_grant){ .flow = e->o.flow, .rate_bps = e->rate_bps,
+						       .chunk = e->chunk,
+						       .ops = e->o.cls == FLOW_CLASS_THROUGHPUT };
+	}
 	*from = j;
 	return k;
 }
@@ -293,8 +305,9 @@ int rreadtab_serve(struct rread_tab *t, uint64_t serial, void *peer, const char 
 			return rc;
 		}
 		if (!rc && o.kind == RREAD_READ)
-			log_info("remote READ flow %u from %s registered (QP %u -> our QP %u, weight %u)",
-				 o.flow, name, o.qpn, o.peer_qpn, o.weight);
+			log_info("remote READ flow %u (%s) from %s registered "
+				 "(QP %u -> our QP %u, weight %u)", o.flow,
+				 rreadmsg_class_name(o.cls), name, o.qpn, o.peer_qpn, o.weight);
 		else if (!rc)
 			log_info("incoming %s flow %u from %s registered "
 				 "(QP %u -> our QP %u, weight %u)", rreadmsg_class_name(o.cls),
@@ -338,15 +351,19 @@ json_t *rreadtab_json(const struct rread_tab *t, uint64_t now)
 
 		for (size_t j = 0; j < c->n; j++) {
 			const struct rread_entry *e = &c->e[j];
+			bool ops = e->o.cls == FLOW_CLASS_THROUGHPUT;
 
 			json_array_append_new(arr, json_pack(
-				"{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:b, s:o, s:I}", "kind",
+				"{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:b, s:o, s:o, s:I}", "kind",
 				rreadmsg_kind_name(e->o.kind), "peer", c->name,
 				"flow", (json_int_t)e->o.flow,
 				"class", rreadmsg_class_name(e->o.cls),
 				"qpn", (json_int_t)e->o.qpn, "local_qpn", (json_int_t)e->o.peer_qpn,
 				"weight", (json_int_t)e->o.weight, "active", e->o.active,
-				"share_bps", e->rate_bps && e->rate_bps <= INT64_MAX
+				"share_bps", !ops && e->rate_bps && e->rate_bps <= INT64_MAX
+						     ? json_integer((json_int_t)e->rate_bps)
+						     : json_null(),
+				"share_ops_per_s", ops && e->rate_bps && e->rate_bps <= INT64_MAX
 						     ? json_integer((json_int_t)e->rate_bps)
 						     : json_null(),
 				"age_ms", (json_int_t)((now - e->since_ns) / 1000000)));

@@ -29,8 +29,9 @@
 
 struct rread_entry {
 	struct rread_open o;
-	uint64_t rate_bps;            /* its share after the last step, 0: not limited */
-	uint64_t sent_bps;            /* what its requester was told last */
+	uint64_t rate_bps;            /* its share after the last step, 0: not limited;
+				       * bit/s, a throughput flow's ops/s (its class) */
+	uint64_t sent_bps;            /* what its requester was told last (same unit) */
 	uint32_t chunk, sent_chunk;   /* this host's chunk in force (rreadtab_set_chunk), told */
 	bool sent;                    /* told anything yet */
 	uint64_t since_ns;            /* registered */
@@ -74,7 +75,8 @@ void rreadtab_set_chunk(struct rread_tab *t, uint32_t chunk);
  * t->total, which the caller has room for). */
 size_t rreadtab_fill(const struct rread_tab *t, struct tokens_flow *tf, struct aimd_flow *af,
 		     uint32_t app0);
-/* The shares the controller computed for those entries (same order). */
+/* The shares the controller computed for those entries (same order): a
+ * bandwidth flow's rate_bps, a throughput flow's ops_per_s. */
 void rreadtab_set_rates(struct rread_tab *t, const struct tokens_flow *tf, size_t n);
 /* Append one aimd entry per incoming (kind recv) flow to @af, numbered
  * from @app0: an incoming latency flow makes the controller protect

@@ -276,8 +276,10 @@ static char *remote_note(const json_t *rm, const char *warn)
 		return ctl_xasprintf("%s", ctl_or_dash(warn));
 	if (rw)
 		return ctl_xasprintf("%s%s%s", warn ? warn : "", warn ? "; " : "", rw);
-	if (ctl_juint(rm, "grant_bps", &g)) {
-		gs = ctl_fmt_rate(g);
+	if (ctl_juint(rm, "grant_bps", &g) || ctl_juint(rm, "grant_ops_per_s", &g)) {
+		/* (a throughput READ flow's grant is in ops/s) */
+		gs = json_is_integer(json_object_get(rm, "grant_ops_per_s")) ? ctl_fmt_ops(g)
+									      : ctl_fmt_rate(g);
 		r = ctl_xasprintf("%s%s%s: %s grants %s", warn ? warn : "", warn ? "; " : "", what,
 				  ctl_or_dash(peer), gs);
 		free(gs);
@@ -319,7 +321,10 @@ static void show_remote_kind(const json_t *remote, const char *kind, FILE *out)
 		ctl_table_add(&t, ctl_field(e, "weight", ctl_fmt_plain));
 		ctl_table_add(&t, ctl_xasprintf("%s", json_is_true(json_object_get(e, "active"))
 							      ? "yes" : "no"));
-		ctl_table_add(&t, ctl_field(e, "share_bps", ctl_fmt_rate));
+		/* a throughput READ flow's share is in ops/s */
+		ctl_table_add(&t, json_is_integer(json_object_get(e, "share_ops_per_s"))
+					  ? ctl_field(e, "share_ops_per_s", ctl_fmt_ops)
+					  : ctl_field(e, "share_bps", ctl_fmt_rate));
 	}
 	if (t.ncells)
 		ctl_table_print(&t, out);

@@ -12,7 +12,8 @@
  *
  * Remote READ control's operations and receiver-side views (daemon/rreadmsg.c,
  * rreadtab.c: remote_open, remote_close, remote_grants, kinds "read" and
- * "recv") are served as the daemon serves them, into a responder's table
+ * "recv"; a throughput READ flow's grants in ops/s, [flow, ops, chunk,
+ * "ops"]) are served as the daemon serves them, into a responder's table
  * that must stay within its bounds, give every incoming bandwidth flow a
  * share within [AIMD_MIN_BPS, MaxRate] (or 0: not limited) and forget the connection's flows
  * when it closes.
@@ -83,8 +84,11 @@ static void h_grants(struct peer_ctx *c, struct peer *p, const struct peer_req *
 		return;
 	}
 	CHECK(n <= RREAD_GRANTS_MAX && (kind == RREAD_READ || kind == RREAD_RECV));
+	/* ops/s only in kind read (a throughput READ flow's), under its own bound */
 	for (size_t i = 0; i < n; i++)
-		CHECK(g[i].flow >= 1 && g[i].rate_bps <= RREAD_RATE_MAX);
+		CHECK(g[i].flow >= 1 &&
+		      g[i].rate_bps <= (g[i].ops ? RREAD_OPS_MAX : RREAD_RATE_MAX) &&
+		      (!g[i].ops || kind == RREAD_READ));
 	peer_reply(c, rq, json_object());
 }
 
@@ -101,7 +105,8 @@ static void check_table(void)
 
 			CHECK(o->flow >= 1 && o->qpn <= 0xffffff && o->peer_qpn <= 0xffffff);
 			CHECK(o->weight >= 1 && o->weight <= RREAD_WEIGHT_MAX);
-			CHECK(o->kind == RREAD_READ ? o->cls == FLOW_CLASS_BANDWIDTH
+			CHECK(o->kind == RREAD_READ ? o->cls == FLOW_CLASS_BANDWIDTH ||
+							      o->cls == FLOW_CLASS_THROUGHPUT
 						    : o->kind == RREAD_RECV &&
 							      (o->cls == FLOW_CLASS_BANDWIDTH ||
 							       o->cls == FLOW_CLASS_LATENCY));
@@ -109,6 +114,15 @@ static void check_table(void)
 		sum += rtab.conns[i]->n;
 	}
 	CHECK(sum == rtab.total);
+	/* a throughput READ flow's grant says ops, no chunk; the others' bit/s */
+	rreadtab_set_chunk(&rtab, 5120);
+	for (size_t i = 0; i < rtab.n_conns; i++) {
+		struct rread_grant g[RREAD_GRANTS_MAX];
+		size_t from = 0, k = rreadtab_grants(rtab.conns[i], RREAD_READ, &from, g);
+
+		for (size_t j = 0; j < k; j++)
+			CHECK(g[j].ops ? g[j].chunk == 0 : g[j].chunk == 5120);
+	}
 	rreadtab_recv_shares(&rtab, 400000000, 1000000000);
 	for (size_t i = 0; i < rtab.n_conns; i++)
 		for (size_t j = 0; j < rtab.conns[i]->n; j++) {

@@ -675,6 +675,109 @@ static void incoming_counted(void **state)
 	d.rread = NULL;
 }
 
+/* A throughput-class READ flow another host's daemon registered here (a
+ * key-value GET pattern: small READs in batches) counts in T' and gets an
+ * ops share as a local throughput flow of its weight does, in pace modes
+ * protect (the token distribution) and share (its weighted share of
+ * MaxRate, in ops); its grant goes out in ops/s.  A local throughput READ
+ * flow its responder limits is published at the lower ops grant, paced
+ * whatever the pace mode.  (A daemon of its own: it runs last.) */
+static void remote_throughput_read(void **state)
+{
+	static struct rread rr;
+	struct rread_open o = { .kind = RREAD_READ, .flow = 4, .cls = FLOW_CLASS_THROUGHPUT,
+				.qpn = 5, .peer_qpn = 6, .weight = 1, .active = true };
+	struct rread_grant g[RREAD_GRANTS_MAX];
+	uint64_t now, want;
+	size_t from = 0;
+	double opb;
+	char why[160];
+	int err;
+	struct proc *p;
+	struct flow *lt, *f;
+
+	teardown(state);
+	setup(state);
+	sim_now = 0; /* (ahead of the real clock after the others: activity is real-time) */
+	p = flows_proc_new(&d.flows, 301, 0, "kv", &err);
+	assert_non_null(p);
+	assert_int_equal(rread_init(&rr, &d), 0);
+	d.rread = &rr;
+	d.cfg.controller.pace_mode = CONFIG_PACE_PROTECT;
+	lt = reg(p, "tst0", "throughput", 80, 1);
+	now = periods(daemon_now_ns(), 1);
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "b:7471", &o, now, why, sizeof(why)), 0);
+	for (int i = 0; i < 8; i++) {
+		post(lt, 64);
+		now = periods(now, 1);
+	}
+	assert_int_equal(c.pace_mode, JST_PACE_PROTECT);
+	assert_true(lt->active);
+	assert_int_equal(c.n_remote, 1);
+	assert_int_equal(c.n.tput, 2); /* T': the local one and the remote one */
+	/* protect: the same ops share as the local flow of the same weight */
+	assert_true(lt->ops_per_s > 0);
+	assert_int_equal(rr.tab.conns[0]->e[0].rate_bps, lt->ops_per_s);
+	rreadtab_set_chunk(&rr.tab, 4096);
+	assert_int_equal(rreadtab_grants(rr.tab.conns[0], RREAD_READ, &from, g), 1);
+	assert_true(g[0].flow == 4 && g[0].ops && g[0].rate_bps == lt->ops_per_s);
+	assert_int_equal(g[0].chunk, 0); /* not split: no say */
+	{
+		json_t *st = rread_status(&rr, now), *e;
+
+		e = json_array_get(json_object_get(json_object_get(st, "served"), "entries"), 0);
+		assert_string_equal(json_string_value(json_object_get(e, "class")), "throughput");
+		assert_int_equal(json_integer_value(json_object_get(e, "share_ops_per_s")),
+				 (json_int_t)lt->ops_per_s);
+		assert_true(json_is_null(json_object_get(e, "share_bps")));
+		json_decref(st);
+	}
+	/* share: its weighted share of MaxRate next to the local competing
+	 * flow, in ops as the local flows' */
+	d.cfg.controller.pace_mode = CONFIG_PACE_SHARE;
+	for (int i = 0; i < 8; i++) {
+		post(lt, 64);
+		now = periods(now, 1);
+	}
+	assert_int_equal(c.pace_mode, JST_PACE_SHARE);
+	opb = (double)c.token_ops / (8.0 * (double)d.cfg.tokens.bytes);
+	want = (uint64_t)((double)MAXRATE / 2 * opb) + 1;
+	assert_true(rr.tab.conns[0]->e[0].rate_bps + 1 >= want &&
+		    rr.tab.conns[0]->e[0].rate_bps <= want + 1);
+	/* (the step's arrays: the local flow, then the remote one) */
+	assert_int_equal(c.tf[1].rate_bps, 0); /* no bit/s for it */
+	assert_int_equal(c.tf[1].ops_per_s, rr.tab.conns[0]->e[0].rate_bps);
+	assert_int_equal(rreadtab_drop(&rr.tab, 9), 1);
+
+	/* requester: a throughput READ flow its responder grants 1000 ops/s */
+	f = reg(p, "tst0", "throughput", 81, 1);
+	f->reads = true;
+	f->remote.state = FLOW_REMOTE_REGISTERED;
+	f->remote.serial = 1;
+	f->remote.sent.cls = FLOW_CLASS_THROUGHPUT;
+	f->remote.grant_ops = 1000;
+	flows_publish(&d.flows, f);
+	rr.last_sync_ns = sim_now > daemon_now_ns() ? sim_now : daemon_now_ns();
+	now = periods(now, 2);
+	assert_int_equal(atomic_load(&slot(f)->ops_per_s), 1000); /* the lower grant */
+	assert_int_equal(atomic_load(&slot(f)->rate_bps), 0);
+	assert_int_equal(f->ops_per_s, 1000);
+	assert_int_equal(rread_cap_ops(f, 500), 500);
+	assert_int_equal(rread_cap_ops(f, 0), 1000);
+	assert_int_equal(rread_cap(f, 7), 7); /* a bit/s grant is not its */
+	/* paced with nothing competing here, while the responder limits it */
+	d.cfg.controller.pace_mode = CONFIG_PACE_AUTO;
+	now = periods(now, 2);
+	assert_int_equal(atomic_load(&slot(f)->ops_per_s), 1000);
+	assert_int_equal(atomic_load(&slot(f)->flags), JST_F_PACE);
+	f->remote.state = FLOW_REMOTE_UNMANAGED;
+	f->remote.grant_ops = 0;
+	now = periods(now, 2);
+	assert_true(atomic_load(&slot(f)->ops_per_s) != 1000);
+	rread_fini(&rr);
+	d.rread = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -690,6 +793,7 @@ int main(void)
 		cmocka_unit_test(old_calibration_file),
 		cmocka_unit_test(calibration_arithmetic),
 		cmocka_unit_test(incoming_counted),
+		cmocka_unit_test(remote_throughput_read),
 	};
 
 	log_init("test_controller", LOG_LVL_ERROR, 0);

@@ -179,6 +179,25 @@ static void flows_incoming(void **state UNUSED)
 	free(got);
 }
 
+/* A throughput READ flow: its grant from the responder and its share
+ * served here are in operations/s. */
+static void flows_throughput_read(void **state UNUSED)
+{
+	char *got = render(ctl_show_flows,
+		"{\"flows\":[{\"id\":4,\"pid\":9,\"comm\":\"kv\",\"class\":\"throughput\","
+		"\"paced_ops_per_s\":250000,"
+		"\"remote\":{\"kind\":\"read\",\"state\":\"registered\",\"peer\":\"10.0.0.1:7471\","
+		"\"grant_bps\":null,\"grant_ops_per_s\":250000,\"warning\":null}}],"
+		"\"remote\":[{\"kind\":\"read\",\"peer\":\"10.0.0.2:7471\",\"flow\":6,"
+		"\"qpn\":19,\"local_qpn\":20,\"class\":\"throughput\",\"weight\":1,"
+		"\"active\":true,\"share_bps\":null,\"share_ops_per_s\":1200000}]}");
+
+	assert_non_null(strstr(got, "remote READ: 10.0.0.1:7471 grants 250.0 kop/s"));
+	assert_non_null(strstr(got, "1.2 Mop/s"));
+	assert_null(strstr(got, "bit/s"));
+	free(got);
+}
+
 static void set_and_version(void **state UNUSED)
 {
 	expect_render(ctl_show_set, "{\"v\":1,\"ok\":true,\"changed\":{\"target99_us\":200}}",
@@ -207,6 +226,7 @@ int main(void)
 		cmocka_unit_test(status_controller),
 		cmocka_unit_test(flows_table),
 		cmocka_unit_test(flows_incoming),
+		cmocka_unit_test(flows_throughput_read),
 		cmocka_unit_test(set_and_version),
 	};
 

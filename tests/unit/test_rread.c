@@ -12,6 +12,8 @@
  * Receiver-side views (kind recv): B's WRITE and latency flows to A are
  * registered with A, counted on A's receive side only, A's shares reach B
  * (min of the two), a channel drop clears them, B registers them again.
+ * Throughput READ flows: registered as such, granted ops/s in their own
+ * entry form, a grant in the other unit ignored.
  * #includes rread.c and links the daemon's other objects. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,10 +112,11 @@ static bool both_up(void *arg)
 	return up(&ab[0]) && up(&ab[1]);
 }
 
-static struct flow *read_flow(struct box *b, uint32_t qpn, const char *peer_gid)
+static struct flow *read_flow_cls(struct box *b, uint32_t qpn, const char *peer_gid,
+				  const char *cls)
 {
 	struct flow_req fr = { .device = "tst0", .port = 1, .qpn = qpn, .qp_type = "RC",
-			       .cls = "bandwidth", .split_qpn = -1 };
+			       .cls = cls, .split_qpn = -1 };
 	struct proc *p = b->d.flows.procs;
 	const char *code;
 	char msg[160];
@@ -130,6 +133,11 @@ static struct flow *read_flow(struct box *b, uint32_t qpn, const char *peer_gid)
 	f->reads = true; /* (the shim's JST_FS_READ, read by flows_poll_counters) */
 	f->active = true;
 	return f;
+}
+
+static struct flow *read_flow(struct box *b, uint32_t qpn, const char *peer_gid)
+{
+	return read_flow_cls(b, qpn, peer_gid, "bandwidth");
 }
 
 static struct box ab[2]; /* A responder, B requester */
@@ -543,6 +551,111 @@ static void malformed_refused(void **state)
 	assert_int_equal(A->rr.tab.total, 1);
 }
 
+static bool ops_granted(void *arg)
+{
+	return ((struct flow *)arg)->remote.grant_ops != 0;
+}
+
+/* A throughput flow that READs (64 B GETs in batches) registers as class
+ * throughput; A counts it in T' and grants it ops/s ([flow, ops, 0, "ops"]);
+ * B publishes the lower ops grant, paced (not split) whatever its mode; a
+ * grant in the other unit is ignored; a responder of the previous version
+ * (class must be "bandwidth") leaves it unmanaged, said why. */
+static void throughput_read(void **state)
+{
+	struct flow *f = read_flow_cls(B, 60, GID_LOCAL, "throughput"), *fa;
+	const struct jst_flow_ctl *slot = jst_shm_global_slot(B->d.flows.global.base, f->gslot);
+	struct tokens_flow tf[2];
+	struct aimd_flow af[2];
+	struct aimd_counts n;
+	char args[128];
+	json_t *st, *e;
+
+	sync_now(B);
+	assert_true(pump_until(registered, f));
+	assert_true(pump_until(a_counts, (void *)1));
+	assert_int_equal(A->rr.tab.conns[0]->e[0].o.cls, FLOW_CLASS_THROUGHPUT);
+	assert_int_equal(rread_fill(&A->rr, tf, af, 3), 1);
+	assert_int_equal(tf[0].cls, FLOW_CLASS_THROUGHPUT);
+	aimd_count(af, 1, false, &n);
+	assert_int_equal(n.tput, 1); /* T' */
+	assert_int_equal(n.bw, 0);
+	/* the token distribution's ops share goes out as ops/s */
+	tf[0].rate_bps = 0;
+	tf[0].ops_per_s = 200000;
+	rread_set_chunk(&A->rr, 5120);
+	rread_after_step(&A->rr, tf, 1, clock_now_ns(), 500000);
+	assert_int_equal(A->rr.tx.grants, 1);
+	assert_true(pump_until(ops_granted, f));
+	assert_int_equal(f->remote.grant_ops, 200000);
+	assert_int_equal(f->remote.grant_bps, 0);
+	assert_int_equal(f->remote.chunk, 0); /* not split: A says nothing of chunks */
+	assert_int_equal(rread_cap_ops(f, 0), 200000);
+	assert_int_equal(rread_cap_ops(f, 100000), 100000);
+	assert_int_equal(rread_cap_ops(f, 900000), 200000);
+	assert_int_equal(rread_cap(f, 0), 0);
+	assert_true(rread_sync(&B->rr, clock_now_ns()));
+	assert_int_equal(atomic_load(&slot->flags), JST_F_PACE);
+	/* shown with its unit on both sides */
+	st = flows_to_json(&B->d.flows);
+	e = json_object_get(json_array_get(st, 0), "remote");
+	assert_int_equal(json_integer_value(json_object_get(e, "grant_ops_per_s")), 200000);
+	assert_true(json_is_null(json_object_get(e, "grant_bps")));
+	json_decref(st);
+	st = rread_status(&A->rr, clock_now_ns());
+	e = json_array_get(json_object_get(json_object_get(st, "served"), "entries"), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "class")), "throughput");
+	assert_int_equal(json_integer_value(json_object_get(e, "share_ops_per_s")), 200000);
+	assert_true(json_is_null(json_object_get(e, "share_bps")));
+	json_decref(st);
+	flows_unregister(&B->d.flows, f);
+	assert_true(pump_until(a_counts, (void *)0));
+
+	/* B -> A: grants in the wrong unit for what A registered are ignored */
+	fa = read_flow_cls(A, 61, GID_LOCAL, "throughput");
+	assert_non_null(A->pc.in);
+	fa->remote.state = FLOW_REMOTE_REGISTERED;
+	fa->remote.serial = A->pc.in->serial;
+	fa->remote.sent = (struct rread_open){ .kind = RREAD_READ, .flow = fa->id,
+					       .cls = FLOW_CLASS_THROUGHPUT };
+	snprintf(args, sizeof(args), "{\"kind\":\"read\",\"grants\":[[%u,1000]]}", fa->id);
+	assert_string_equal(ask("remote_grants", args), "ok");
+	assert_int_equal(fa->remote.grant_ops, 0);
+	assert_int_equal(fa->remote.grant_bps, 0);
+	assert_int_equal(A->rr.rx.grants_ignored, 1);
+	snprintf(args, sizeof(args), "{\"kind\":\"read\",\"grants\":[[%u,1000,0,\"ops\"]]}",
+		 fa->id);
+	assert_string_equal(ask("remote_grants", args), "ok");
+	assert_int_equal(fa->remote.grant_ops, 1000);
+	/* ... and an ops grant for a bandwidth flow */
+	fa->remote.sent.cls = FLOW_CLASS_BANDWIDTH;
+	fa->cls = FLOW_CLASS_BANDWIDTH;
+	fa->remote.grant_ops = 0;
+	assert_string_equal(ask("remote_grants", args), "ok");
+	assert_int_equal(fa->remote.grant_ops, 0);
+	assert_int_equal(fa->remote.grant_bps, 0);
+	assert_int_equal(A->rr.rx.grants_ignored, 2);
+	assert_string_equal(ask("remote_grants", "{\"kind\":\"read\",\"grants\":"
+						 "[[1,1000,0,\"bps\"]]}"), "bad_request");
+
+	/* a responder before throughput READs refuses the class: unmanaged */
+	{
+		struct flow *g = read_flow_cls(B, 62, GID_LOCAL, "throughput");
+		struct rread_call *call = calloc(1, sizeof(*call));
+
+		assert_non_null(call);
+		*call = (struct rread_call){ .rr = &B->rr, .serial = 1, .flow = g->id,
+					     .o = { .kind = RREAD_READ, .flow = g->id,
+						    .cls = FLOW_CLASS_THROUGHPUT } };
+		g->remote.busy = true;
+		open_replied(&B->pc, NULL, NULL, "bad_request",
+			     "remote_open: class must be \"bandwidth\"", call);
+		assert_int_equal(g->remote.state, FLOW_REMOTE_UNMANAGED);
+		assert_non_null(strstr(g->remote.why, "no throughput READ control"));
+		assert_true(g->remote.retry_ns > clock_now_ns() + RREAD_RETRY_NS);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +665,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(responder_not_managed, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(incast_recv, setup, teardown),
+		cmocka_unit_test_setup_teardown(throughput_read, setup, teardown),
 	};
 
 	loop = ev_loop_new(EVFLAG_AUTO);

@@ -2,7 +2,8 @@
 /* Unit tests of daemon/rreadmsg.c, remote READ control's and receiver-side
  * views' messages: what is built parses back the same (kind "read" and
  * "recv"); each member missing, extra, of the wrong type or out of range is
- * refused with a reason (a latency class only with kind "recv"); at most
+ * refused with a reason (a latency class only with kind "recv", a
+ * throughput class only with kind "read", whose grants say "ops"); at most
  * RREAD_GRANTS_MAX grants in one message, and the largest one fits a
  * sealed line.
  * #includes rreadmsg.c and links the daemon's other objects. */
@@ -55,7 +56,12 @@ static void open_roundtrip_and_bounds(void **state)
 	assert_int_equal(parse_open(OPEN("0", "bandwidth", "1", "2", "1", "true"), &back), -EINVAL);
 	assert_int_equal(parse_open(OPEN("4294967296", "bandwidth", "1", "2", "1", "true"), &back),
 			 -EINVAL);
-	assert_int_equal(parse_open(OPEN("1", "throughput", "1", "2", "1", "true"), &back), -EINVAL);
+	/* a throughput flow that READs (small READs in batches) */
+	assert_int_equal(parse_open(OPEN("1", "throughput", "1", "2", "1", "true"), &back), 0);
+	assert_int_equal(back.kind, RREAD_READ);
+	assert_int_equal(back.cls, FLOW_CLASS_THROUGHPUT);
+	assert_int_equal(parse_open(OPEN("1", "Throughput", "1", "2", "1", "true"), &back),
+			 -EINVAL);
 	assert_int_equal(parse_open(OPEN("1", "bogus", "1", "2", "1", "true"), &back), -EINVAL);
 	assert_int_equal(parse_open(OPEN("1", "bandwidth", "-1", "2", "1", "true"), &back), -EINVAL);
 	assert_int_equal(parse_open(OPEN("1", "bandwidth", "1", "16777216", "1", "true"), &back),
@@ -180,12 +186,85 @@ static void grants_bounds(void **state)
 	json_decref(j);
 }
 
+/* A throughput READ flow's grant: [flow, ops_per_s, chunk, "ops"], its
+ * own bound; a bandwidth entry next to it keeps its form (an older
+ * requester reads those). */
+static void grants_ops(void **state)
+{
+	struct rread_grant g[RREAD_GRANTS_MAX], back[RREAD_GRANTS_MAX];
+	size_t n;
+	uint8_t k;
+	char err[160], *line;
+	json_t *j, *m;
+
+	for (size_t i = 0; i < RREAD_GRANTS_MAX; i++)
+		g[i] = (struct rread_grant){ .flow = 4294967295u - (uint32_t)i,
+					     .rate_bps = i % 2 ? RREAD_OPS_MAX - i : RREAD_RATE_MAX,
+					     .chunk = RREAD_CHUNK_MAX, .ops = i % 2 };
+	j = rreadmsg_grants(RREAD_READ, g, RREAD_GRANTS_MAX);
+	assert_int_equal(json_array_size(json_array_get(json_object_get(j, "grants"), 0)), 3);
+	assert_int_equal(json_array_size(json_array_get(json_object_get(j, "grants"), 1)), 4);
+	assert_string_equal(json_string_value(json_array_get(json_array_get(
+				    json_object_get(j, "grants"), 1), 3)), "ops");
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, RREAD_GRANTS_MAX);
+	for (size_t i = 0; i < n; i++)
+		assert_true(g[i].flow == back[i].flow && g[i].rate_bps == back[i].rate_bps &&
+			    g[i].chunk == back[i].chunk && g[i].ops == back[i].ops);
+	/* every entry in the longer form still fits a sealed line */
+	for (size_t i = 0; i < RREAD_GRANTS_MAX; i++)
+		g[i] = (struct rread_grant){ .flow = 4294967295u, .rate_bps = RREAD_OPS_MAX,
+					     .chunk = RREAD_CHUNK_MAX, .ops = true };
+	json_decref(j);
+	j = rreadmsg_grants(RREAD_READ, g, RREAD_GRANTS_MAX);
+	m = json_pack("{s:i, s:s, s:I, s:s, s:O}", "v", 2, "type", "req", "id",
+		      (json_int_t)INT64_MAX, "op", RREAD_OP_GRANTS, "args", j);
+	line = json_dumps(m, JSON_COMPACT);
+	assert_true(strlen(line) <= PEER_MAX_PLAIN);
+	free(line);
+	json_decref(m);
+	json_decref(j);
+	j = GR("[[9,200000,0,\"ops\"],[10,0,0,\"ops\"],[11,10000000000,256,\"ops\"],[12,7]]");
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 4);
+	assert_true(back[0].ops && back[0].rate_bps == 200000 && back[0].chunk == 0);
+	assert_true(back[1].ops && back[1].rate_bps == 0);
+	assert_true(back[2].ops && back[2].rate_bps == RREAD_OPS_MAX && back[2].chunk == 256);
+	assert_true(!back[3].ops && back[3].rate_bps == 7);
+	json_decref(j);
+	{
+		/* the unit's value and type, the ops bound (below the bit/s
+		 * one), a fifth member, the chunk's bounds in this form */
+		static const char *const bad[] = {
+			"[[1,2,0,\"bps\"]]", "[[1,2,0,\"OPS\"]]", "[[1,2,0,\"\"]]",
+			"[[1,2,0,1]]", "[[1,2,0,null]]", "[[1,10000000001,0,\"ops\"]]",
+			"[[1,-1,0,\"ops\"]]", "[[0,1,0,\"ops\"]]", "[[1,2,0,\"ops\",0]]",
+			"[[1,2,255,\"ops\"]]", "[[1,2,\"ops\"]]", "[[1,2,0,[\"ops\"]]]",
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			j = json_loads(bad[i], 0, NULL);
+			assert_non_null(j);
+			m = json_pack("{s:s, s:o}", "kind", "read", "grants", j);
+			assert_int_equal(rreadmsg_parse_grants(m, &k, back, &n, err, sizeof(err)),
+					 -EINVAL);
+			assert_non_null(strstr(err, "grants[0]"));
+			json_decref(m);
+		}
+	}
+	/* kind recv has no throughput flows: no "ops" there */
+	j = json_loads("{\"kind\":\"recv\",\"grants\":[[1,2,0,\"ops\"]]}", 0, NULL);
+	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), -EINVAL);
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(open_roundtrip_and_bounds),
 		cmocka_unit_test(close_bounds),
 		cmocka_unit_test(grants_bounds),
+		cmocka_unit_test(grants_ops),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,10 @@
 #    printed next to the same READ without the shim);
 #  - once the client exits, jd0 no longer counts it (closed: no stale
 #    reservation);
+#  - a throughput READ flow (64 B READs in batches of 16: a key-value GET
+#    pattern) registers as class throughput: jd0 serves it with an ops/s
+#    share, jd1 publishes that grant as the flow's ops rate (op/s in
+#    justctl flows);
 #  - with a latency flow and a bandwidth flow of A's own (pace mode
 #    protect), the remote READ counts in A's B' and gets the same share of
 #    SafeUtil as A's bandwidth flow;
@@ -34,9 +38,9 @@ jv_inorder on
 trap 'jv_inorder off' EXIT
 jv_jd_secret # the daemons: tests/vm/lib.sh
 
-# read NAME SECONDS [shim]: justbench READs 1 MiB messages from A's server
-# (rxe0) on B (rxe1) for SECONDS, preloaded with jd1's socket if asked; in
-# the background (RPID, SPID)
+# read NAME SECONDS [shim [FLOW]]: justbench READs 1 MiB messages (or FLOW)
+# from A's server (rxe0) on B (rxe1) for SECONDS, preloaded with jd1's
+# socket if asked; in the background (RPID, SPID)
 read_flow() {
 	PORT=$((PORT + 1))
 	"$B" server -p $PORT -d "$RXE_DEV0" -g "$RXE_GID" >"$JV_OUT/$1.server.out" 2>&1 &
@@ -45,7 +49,7 @@ read_flow() {
 	if [[ -n ${3:-} ]]; then
 		env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET=/run/jd1/justitiad.sock \
 			"$B" client "$RXE_IP0" -p $PORT -d "$RXE_DEV1" -g "$RXE_GID" -t "$2s" \
-			-o "$JV_OUT/$1.json" bw:read:1M >"$JV_OUT/$1.out" 2>&1 &
+			-o "$JV_OUT/$1.json" "${4:-bw:read:1M}" >"$JV_OUT/$1.out" 2>&1 &
 	else
 		"$B" client "$RXE_IP0" -p $PORT -d "$RXE_DEV1" -g "$RXE_GID" -t "$2s" \
 			-o "$JV_OUT/$1.json" bw:read:1M >"$JV_OUT/$1.out" 2>&1 &
@@ -126,6 +130,31 @@ expect_eq read.shim.within.grant yes \
 jv_jd_wait st 0 '.remote_read.served.flows == 0' 5
 expect_eq jd0.closed.after.exit "0 true" \
 	"$(jv_jd_st 0 '"\(.remote_read.served.flows) \(.remote_read.served.closed >= 1)"')"
+
+# ---- a throughput READ flow: counted in jd0's T', granted ops/s
+t0=$(jv_now)
+read_flow read.tput 6 shim tput:read:64:batch=16
+wait_for st jd0 '.remote_read.served.flows == 1' 20
+wait_for fl jd1 '[.flows[] | select(.remote != null) | .remote.grant_ops_per_s != null] == [true]' 10
+expect_eq jd0.tput.entry "read throughput null true" \
+	"$(fl jd0 '.remote[0] | "\(.kind) \(.class) \(.share_bps) \(.share_ops_per_s > 0)"')"
+wait_for st jd0 '.controller.flows.throughput == 1' 5
+expect_eq jd0.tput.in.T 1 "$(st jd0 .controller.flows.throughput)"
+expect_eq jd1.tput.registered "throughput registered null" \
+	"$(fl jd1 '.flows[] | select(.remote != null) | "\(.class) \(.remote.state) \(.remote.grant_bps)"')"
+# its published ops rate is the responder's grant (jd1 alone would not pace it)
+expect_eq jd1.tput.ops.is.grant true \
+	"$(fl jd1 '[.flows[] | select(.remote != null) | .paced_ops_per_s == .remote.grant_ops_per_s] == [true]')"
+ctl jd0 flows >"$JV_OUT/jd0-tput.txt"
+ctl jd1 flows >"$JV_OUT/jd1-tput.txt"
+cat "$JV_OUT/jd0-tput.txt" "$JV_OUT/jd1-tput.txt"
+expect_eq justctl.jd1.tput.grant.ops yes \
+	"$(grep -q "remote READ: $RXE_IP0:7471 grants [0-9.]* [kMG]*op/s" "$JV_OUT/jd1-tput.txt" && echo yes)"
+echo "throughput READ 64 B x16, B <- A: jd0 grants $(fl jd1 '[.flows[] | select(.remote != null) | .remote.grant_ops_per_s][0]') op/s"
+read_done read.tput
+echo "throughput READ 64 B x16 under A's ops grant: $MBPS Mbit/s in $(jv_secs "$t0")s"
+wait_for st jd0 '.remote_read.served.flows == 0' 5
+expect_eq jd0.tput.closed 0 "$(st jd0 .remote_read.served.flows)"
 
 # ---- A protects a latency flow (pace mode protect, a local latency and a
 # local bandwidth flow registered by flowreg): the remote READ counts in
