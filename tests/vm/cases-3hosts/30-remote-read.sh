@@ -134,27 +134,27 @@ expect_eq jd0.closed.after.exit "0 true" \
 # ---- a throughput READ flow: counted in jd0's T', granted ops/s
 t0=$(jv_now)
 read_flow read.tput 6 shim tput:read:64:batch=16
-wait_for st jd0 '.remote_read.served.flows == 1' 20
-wait_for fl jd1 '[.flows[] | select(.remote != null) | .remote.grant_ops_per_s != null] == [true]' 10
+jv_jd_wait st 0 '.remote_read.served.flows == 1' 20
+jv_jd_wait fl 1 '[.flows[] | select(.remote != null) | .remote.grant_ops_per_s != null] == [true]' 10
 expect_eq jd0.tput.entry "read throughput null true" \
-	"$(fl jd0 '.remote[0] | "\(.kind) \(.class) \(.share_bps) \(.share_ops_per_s > 0)"')"
-wait_for st jd0 '.controller.flows.throughput == 1' 5
-expect_eq jd0.tput.in.T 1 "$(st jd0 .controller.flows.throughput)"
+	"$(jv_jd_fl 0 '.remote[0] | "\(.kind) \(.class) \(.share_bps) \(.share_ops_per_s > 0)"')"
+jv_jd_wait st 0 '.controller.flows.throughput == 1' 5
+expect_eq jd0.tput.in.T 1 "$(jv_jd_st 0 .controller.flows.throughput)"
 expect_eq jd1.tput.registered "throughput registered null" \
-	"$(fl jd1 '.flows[] | select(.remote != null) | "\(.class) \(.remote.state) \(.remote.grant_bps)"')"
+	"$(jv_jd_fl 1 '.flows[] | select(.remote != null) | "\(.class) \(.remote.state) \(.remote.grant_bps)"')"
 # its published ops rate is the responder's grant (jd1 alone would not pace it)
 expect_eq jd1.tput.ops.is.grant true \
-	"$(fl jd1 '[.flows[] | select(.remote != null) | .paced_ops_per_s == .remote.grant_ops_per_s] == [true]')"
-ctl jd0 flows >"$JV_OUT/jd0-tput.txt"
-ctl jd1 flows >"$JV_OUT/jd1-tput.txt"
+	"$(jv_jd_fl 1 '[.flows[] | select(.remote != null) | .paced_ops_per_s == .remote.grant_ops_per_s] == [true]')"
+jv_jd_ctl 0 flows >"$JV_OUT/jd0-tput.txt"
+jv_jd_ctl 1 flows >"$JV_OUT/jd1-tput.txt"
 cat "$JV_OUT/jd0-tput.txt" "$JV_OUT/jd1-tput.txt"
 expect_eq justctl.jd1.tput.grant.ops yes \
 	"$(grep -q "remote READ: $RXE_IP0:7471 grants [0-9.]* [kMG]*op/s" "$JV_OUT/jd1-tput.txt" && echo yes)"
-echo "throughput READ 64 B x16, B <- A: jd0 grants $(fl jd1 '[.flows[] | select(.remote != null) | .remote.grant_ops_per_s][0]') op/s"
+echo "throughput READ 64 B x16, B <- A: jd0 grants $(jv_jd_fl 1 '[.flows[] | select(.remote != null) | .remote.grant_ops_per_s][0]') op/s"
 read_done read.tput
 echo "throughput READ 64 B x16 under A's ops grant: $MBPS Mbit/s in $(jv_secs "$t0")s"
-wait_for st jd0 '.remote_read.served.flows == 0' 5
-expect_eq jd0.tput.closed 0 "$(st jd0 .remote_read.served.flows)"
+jv_jd_wait st 0 '.remote_read.served.flows == 0' 5
+expect_eq jd0.tput.closed 0 "$(jv_jd_st 0 .remote_read.served.flows)"
 
 # ---- A protects a latency flow (pace mode protect, a local latency and a
 # local bandwidth flow registered by flowreg): the remote READ counts in
