@@ -122,12 +122,24 @@ static void close_bounds(void **state)
 	json_decref(j);
 }
 
+/* @args of remote_grants, as a request on the wire, fit a sealed line */
+static void assert_grants_fit_a_sealed_line(json_t *args)
+{
+	json_t *m = json_pack("{s:i, s:s, s:I, s:s, s:O}", "v", 2, "type", "req", "id",
+			      (json_int_t)INT64_MAX, "op", RREAD_OP_GRANTS, "args", args);
+	char *line = json_dumps(m, JSON_COMPACT);
+
+	assert_true(strlen(line) <= PEER_MAX_PLAIN);
+	free(line);
+	json_decref(m);
+}
+
 static void grants_bounds(void **state)
 {
 	struct rread_grant g[RREAD_GRANTS_MAX + 1], back[RREAD_GRANTS_MAX];
 	size_t n;
 	uint8_t k;
-	char err[160], *line;
+	char err[160];
 	json_t *j, *m;
 
 	for (size_t i = 0; i <= RREAD_GRANTS_MAX; i++)
@@ -143,12 +155,7 @@ static void grants_bounds(void **state)
 		assert_true(g[i].flow == back[i].flow && g[i].rate_bps == back[i].rate_bps &&
 			    g[i].chunk == back[i].chunk);
 	/* the largest message, as a request on the wire, fits a sealed line */
-	m = json_pack("{s:i, s:s, s:I, s:s, s:O}", "v", 2, "type", "req", "id",
-		      (json_int_t)INT64_MAX, "op", RREAD_OP_GRANTS, "args", j);
-	line = json_dumps(m, JSON_COMPACT);
-	assert_true(strlen(line) <= PEER_MAX_PLAIN);
-	free(line);
-	json_decref(m);
+	assert_grants_fit_a_sealed_line(j);
 	/* one more is refused */
 	json_array_append_new(json_object_get(j, "grants"), json_pack("[i, i]", 1, 1));
 	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), -EINVAL);
@@ -194,7 +201,7 @@ static void grants_ops(void **state)
 	struct rread_grant g[RREAD_GRANTS_MAX], back[RREAD_GRANTS_MAX];
 	size_t n;
 	uint8_t k;
-	char err[160], *line;
+	char err[160];
 	json_t *j, *m;
 
 	for (size_t i = 0; i < RREAD_GRANTS_MAX; i++)
@@ -217,12 +224,7 @@ static void grants_ops(void **state)
 					     .chunk = RREAD_CHUNK_MAX, .ops = true };
 	json_decref(j);
 	j = rreadmsg_grants(RREAD_READ, g, RREAD_GRANTS_MAX);
-	m = json_pack("{s:i, s:s, s:I, s:s, s:O}", "v", 2, "type", "req", "id",
-		      (json_int_t)INT64_MAX, "op", RREAD_OP_GRANTS, "args", j);
-	line = json_dumps(m, JSON_COMPACT);
-	assert_true(strlen(line) <= PEER_MAX_PLAIN);
-	free(line);
-	json_decref(m);
+	assert_grants_fit_a_sealed_line(j);
 	json_decref(j);
 	j = GR("[[9,200000,0,\"ops\"],[10,0,0,\"ops\"],[11,10000000000,256,\"ops\"],[12,7]]");
 	assert_int_equal(rreadmsg_parse_grants(j, &k, back, &n, err, sizeof(err)), 0);
