@@ -248,6 +248,21 @@ jv_daemon_start() {
 	done
 }
 
+# Emulated hosts and justbench's reports (--hosts N):
+#   jv_dev I, jv_ip I      host I's rxe device, its address
+#   jv_jb_us FILE KEY      the first flow's latency KEY (p50, p99) in a
+#                          justbench JSON report, in us (floored; nothing
+#                          if it has none, exit status non-zero without
+#                          the report)
+#   jv_jb_mbit FILE        what its first flow moved over its nominal
+#                          duration, Mbit/s (not justbench's gbps, which
+#                          is over the time to its last completion: a READ
+#                          that stalls would look fast)
+jv_dev() { local v=RXE_DEV$1; echo "${!v}"; }
+jv_ip() { local v=RXE_IP$1; echo "${!v}"; }
+jv_jb_us() { jq -r ".flows[0].latency_ns.$2 // empty | . / 1000 | floor" "$1" 2>/dev/null; }
+jv_jb_mbit() { jq -r '.flows[0] | .bytes * 8 / .duration_us | . * 10 | floor / 10' "$1" 2>/dev/null; }
+
 # Daemons of N emulated hosts (--hosts N), one per host: jdI on rxeI,
 # listening on host I's address, its socket /run/jdI/justitiad.sock, its
 # files in $JV_JD_DIR (default $JV_OUT): jdI.json, jdI.log, jdI-state/, and

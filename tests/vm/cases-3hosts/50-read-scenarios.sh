@@ -64,15 +64,13 @@ pre() {
 		echo env
 	fi
 }
-dev() { local v=RXE_DEV$1; echo "${!v}"; }
-ip() { local v=RXE_IP$1; echo "${!v}"; }
 
 # server NAME MODE HOST: a justbench server on HOST (SRV: its pid, SP:
 # its port)
 server() {
 	port=$((port + 1))
 	# shellcheck disable=SC2046
-	$(pre "$2" "$3") timeout $((LT + 50)) "$B" server -p $port -d "$(dev "$3")" \
+	$(pre "$2" "$3") timeout $((LT + 50)) "$B" server -p $port -d "$(jv_dev "$3")" \
 		-g "$RXE_GID" >"$L/$1.srv" 2>&1 &
 	SRV=$! SP=$port
 	wait_port $port "$JV_WAIT" $SRV || { expect_eq "$1.server.listens" yes no; return 1; }
@@ -82,8 +80,8 @@ server() {
 # $L/NAME.json)
 client() {
 	# shellcheck disable=SC2046
-	$(pre "$2" "$3") timeout $(($6 + 30)) "$B" client "$(ip "$4")" -p "$5" \
-		-d "$(dev "$3")" -g "$RXE_GID" -t "$6s" -o "$L/$1.json" "$7" >"$L/$1.cli" 2>&1 &
+	$(pre "$2" "$3") timeout $(($6 + 30)) "$B" client "$(jv_ip "$4")" -p "$5" \
+		-d "$(jv_dev "$3")" -g "$RXE_GID" -t "$6s" -o "$L/$1.json" "$7" >"$L/$1.cli" 2>&1 &
 	CLI=$!
 }
 # finish NAME FILE PID SRVPID: wait for a client ($L/FILE.json) and its
@@ -101,12 +99,10 @@ finish() {
 		tail -3 "$L/$2.cli"
 	fi
 }
-# us NAME KEY: the flow's latency KEY (p50, p99) in us; "-" if none
-us() { jq -r ".flows[0].latency_ns.$2 // empty | . / 1000 | floor" "$L/$1.json" 2>/dev/null || echo -; }
-# mbit NAME: what the flow moved over its whole duration, Mbit/s (not
-# justbench's gbps, which is over the time to its last completion: a READ
-# that stalls would look fast)
-mbit() { jq -r '.flows[0] | .bytes * 8 / .duration_us | . * 10 | floor / 10' "$L/$1.json" 2>/dev/null || echo -; }
+# us NAME KEY, mbit NAME: of the flow's report (lib.sh: jv_jb_us,
+# jv_jb_mbit); "-" without one
+us() { jv_jb_us "$L/$1.json" "$2" || echo -; }
+mbit() { jv_jb_mbit "$L/$1.json" || echo -; }
 # rxectr: "name=value ..." of the rxe devices' retransmission counters;
 # rxedelta BEFORE AFTER: the ones that grew (a diagnostic, as in 55-isolation)
 rxectr() { jv_rxe_counters 'retry|seq_err|duplicate_request|out_of_seq|rnr|timeout'; }
@@ -136,6 +132,16 @@ daemons_down() {
 	expect_eq daemons.exit.clean "0 0 0" "$JV_JDRC"
 }
 
+# roles S: who runs what in scenario S: the elephant's client and server
+# hosts and opcode (EL_CLI, EL_SRV, EL_OP), the latency flow's (LAT_*)
+roles() {
+	if [[ $1 == a ]]; then # elephant A -> C (WRITE), latency B <- A (READ)
+		EL_CLI=0 EL_SRV=2 EL_OP=write LAT_CLI=1 LAT_SRV=0 LAT_OP=read
+	else # elephant B <- A (READ), latency A -> C (WRITE)
+		EL_CLI=1 EL_SRV=0 EL_OP=read LAT_CLI=0 LAT_SRV=2 LAT_OP=write
+	fi
+}
+
 # scenario S MODE: S is a or b; the elephant alone for 1.5 s, then the
 # latency flow for LT s next to it; under Justitia a snapshot of jd0 and jd1
 # halfway through ($L/S-MODE-jd{0,1}.{status,flows}.json)
@@ -144,27 +150,17 @@ scenario() {
 	r0=$(rxectr)
 	# both servers first; the elephant outlives the latency flow (under a
 	# busy host its setup alone can take seconds)
-	if [[ $s == a ]]; then # elephant A -> C (WRITE), latency B <- A (READ)
-		server "$s-$mode-eleph" "$mode" 2 || return 1
-		es=$SRV ep=$SP
-		server "$s-$mode-lat" "$mode" 0 || return 1
-		ls=$SRV lp=$SP
-		client "$s-$mode-eleph" "$mode" 0 2 "$ep" $((LT + 6)) "bw:write:1M:window=4,poll=event,name=elephant"
-		ec=$CLI
-		sleep 1.5
-		client "$s-$mode-lat" "$mode" 1 0 "$lp" "$LT" "lat:read:64:name=lat"
-		lc=$CLI
-	else # elephant B <- A (READ), latency A -> C (WRITE)
-		server "$s-$mode-eleph" "$mode" 0 || return 1
-		es=$SRV ep=$SP
-		server "$s-$mode-lat" "$mode" 2 || return 1
-		ls=$SRV lp=$SP
-		client "$s-$mode-eleph" "$mode" 1 0 "$ep" $((LT + 6)) "bw:read:1M:window=4,poll=event,name=elephant"
-		ec=$CLI
-		sleep 1.5
-		client "$s-$mode-lat" "$mode" 0 2 "$lp" "$LT" "lat:write:64:name=lat"
-		lc=$CLI
-	fi
+	roles "$s"
+	server "$s-$mode-eleph" "$mode" "$EL_SRV" || return 1
+	es=$SRV ep=$SP
+	server "$s-$mode-lat" "$mode" "$LAT_SRV" || return 1
+	ls=$SRV lp=$SP
+	client "$s-$mode-eleph" "$mode" "$EL_CLI" "$EL_SRV" "$ep" $((LT + 6)) \
+		"bw:$EL_OP:1M:window=4,poll=event,name=elephant"
+	ec=$CLI
+	sleep 1.5
+	client "$s-$mode-lat" "$mode" "$LAT_CLI" "$LAT_SRV" "$lp" "$LT" "lat:$LAT_OP:64:name=lat"
+	lc=$CLI
 	if [[ $mode == justitia ]]; then
 		# once A's daemon sees what it is to protect (its latency flow in
 		# (a), the remote READ in (b); at most LT s), one look at jd0 and
@@ -192,13 +188,9 @@ scenario() {
 # lone S: the latency flow of scenario S alone, 2 s (Target99's base)
 lone() {
 	local s=$1
-	if [[ $s == a ]]; then
-		server "$s-lone" plain 0 || return 1
-		client "$s-lone" plain 1 0 "$SP" 2 "lat:read:64:name=lat"
-	else
-		server "$s-lone" plain 2 || return 1
-		client "$s-lone" plain 0 2 "$SP" 2 "lat:write:64:name=lat"
-	fi
+	roles "$s"
+	server "$s-lone" plain "$LAT_SRV" || return 1
+	client "$s-lone" plain "$LAT_CLI" "$LAT_SRV" "$SP" 2 "lat:$LAT_OP:64:name=lat"
 	finish "$s.lone" "$s-lone" "$CLI" "$SRV"
 	echo "($s) alone: latency p50 $(us "$s-lone" p50) p99 $(us "$s-lone" p99) us"
 }
@@ -226,15 +218,16 @@ daemons_down
 read -r ja50 ja99 jam <<<"${R[a.justitia]}"
 read -r jb50 jb99 jbm <<<"${R[b.justitia]}"
 
-# (a): A protects because of its own latency flow (the READ's responder QP),
-# and B's latency READ is not registered with A (bandwidth READs only)
+# (a): A protects its latency flow: the READ's responder QP, a latency flow
+# of A's own, and B's latency READ, registered with A as an incoming flow
+# (kind recv; remote READ control registers bandwidth and throughput READs)
 S0=$L/a-justitia-jd0.status.json F0=$L/a-justitia-jd0.flows.json
 expect_eq a.jd0.protects "protect yes" \
 	"$(jq -r '.controller | "\(.pace_mode) \(if .flows.latency >= 1 then "yes" else "no" end)"' "$S0" 2>/dev/null)"
 expect_eq a.jd0.responder.qp.latency yes \
 	"$(jq -r '[.flows[] | select(.comm == "justbench" and .class == "latency")] | if length >= 1 then "yes" else "no" end' "$F0" 2>/dev/null)"
 ga=$(jq -r '[.flows[] | select(.comm == "justbench" and .class == "bandwidth") | .paced_rate_bps][0]' "$F0" 2>/dev/null)
-echo "(a) jd0: remote READ flows served $(jq -r .remote_read.served.flows "$S0" 2>/dev/null) (latency READs are not registered);" \
+echo "(a) jd0: flows other hosts registered here $(jq -r .remote_read.served.flows "$S0" 2>/dev/null) (B's latency READ: kind recv);" \
 	"elephant paced at $ga bit/s; SafeUtil $(jq -r .controller.safe_util_bps "$S0" 2>/dev/null) bit/s;" \
 	"reference p99 $(jq -r .controller.current99_ns "$S0" 2>/dev/null) ns"
 
@@ -276,7 +269,7 @@ done
 printf '%-34s %8s %8s %14s %16s\n' scenario "p50 us" "p99 us" "elephant Mbit/s" "remote grant"
 printf '%-34s %8s %8s %14s %16s\n' "(a) B<-A READ lat, alone" "$(us a-lone p50)" "$(us a-lone p99)" - -
 printf '%-34s %8s %8s %14s %16s\n' "(a) + A->C 1 MiB WRITE, plain" "$pa50" "$pa99" "$pam" -
-printf '%-34s %8s %8s %14s %16s\n' "(a) ... Justitia" "$ja50" "$ja99" "$jam" "none (lat READ)"
+printf '%-34s %8s %8s %14s %16s\n' "(a) ... Justitia" "$ja50" "$ja99" "$jam" "none (recv)"
 printf '%-34s %8s %8s %14s %16s\n' "(b) A->C WRITE lat, alone" "$(us b-lone p50)" "$(us b-lone p99)" - -
 printf '%-34s %8s %8s %14s %16s\n' "(b) + B<-A 1 MiB READ, plain" "$pb50" "$pb99" "$pbm" -
 printf '%-34s %8s %8s %14s %16s\n' "(b) ... Justitia" "$jb50" "$jb99" "$jbm" "$gb"
