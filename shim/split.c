@@ -133,6 +133,9 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC;
 		m.ah_attr = attr->ah_attr;
 		m.path_mtu = attr->path_mtu;
+		if (mask & IBV_QP_PATH_MTU)
+			sp->mtu = attr->path_mtu >= IBV_MTU_256 && attr->path_mtu <= IBV_MTU_4096
+					  ? 128u << attr->path_mtu : 0;
 		m.max_dest_rd_atomic = sp->rd_atom;
 		m.min_rnr_timer = attr->min_rnr_timer;
 		m.dest_qp_num = (uint32_t)peer_split;

@@ -104,6 +104,9 @@ struct shim_split {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	int peer_split_qpn;    /* -1 until known */
+	/* the application QP's path MTU in bytes (0: not told): chunks are
+	 * whole packets of it (wrpost_split_size) */
+	uint32_t mtu;
 	bool armed;            /* cq raises its next completion event (q->lock) */
 	/* the application's QP grants no REMOTE_WRITE, so neither does the
 	 * split QP: the peer's SENDs to it go whole (splitmsg.c) */

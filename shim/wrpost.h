@@ -25,6 +25,8 @@ uint64_t wrpost_bytes(const struct ibv_send_wr *wr);
 /* What one WR of @bytes costs in the bucket of a flow of class @cls, in ns
  * at the rate its @slot grants. */
 uint64_t wrpost_cost_ns(int cls, const struct jst_flow_ctl *slot, uint64_t bytes);
+/* @chunk rounded down to whole packets of @mtu bytes (0: unknown). */
+uint32_t wrpost_whole_packets(uint32_t chunk, uint32_t mtu);
 /* The split size for @wr on @q (0: it goes whole); *kind: enum
  * splitmsg_kind. */
 uint32_t wrpost_split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,

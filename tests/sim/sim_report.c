@@ -2,6 +2,8 @@
 /* justsim's output (see sim_report.h). */
 #include "sim_report.h"
 
+#include "shim/wrpost.h"
+
 static const char *arb_name(enum sim_arb a)
 {
 	return a == SIM_ARB_BURST ? "burst" : "wqe";
@@ -73,13 +75,14 @@ void sim_report_params_text(FILE *f, const struct sim_params *p)
 	fprintf(f, ", PFC at %llu ns", (unsigned long long)n->pfc_ns);
 	fprintf(f,
 		"\ncontroller: MaxRate %.0f Gbit/s, RefPeriod %llu us, window %u, Target99 %.2f us, "
-		"TokenBytes %llu, chunk %u B (latency flows) / %u B, "
+		"TokenBytes %llu, chunk %u B (latency flows; the shim splits at %u, whole "
+		"packets) / %u B, "
 		"pace mode %s, pacer: the real shim (shim/)\n"
 		"views: %s, channel %llu us one way, sync every %llu ms (row \"views\": warmup + sync)\n"
 		"run: seed %llu, warmup %llu ms, measured %llu ms\n",
 		c->max_rate_bps / 1e9, (unsigned long long)c->period_ns / 1000, c->window,
 		c->target99_ns / 1e3, (unsigned long long)c->token_bytes, c->chunk_latency,
-		c->chunk_default, mode_name(c->min_pace_mode),
+		wrpost_whole_packets(c->chunk_latency, n->mtu), c->chunk_default, mode_name(c->min_pace_mode),
 		kinds_name(p->view_kinds), (unsigned long long)p->channel_ns / 1000,
 		(unsigned long long)p->sync_ns / 1000000,
 		(unsigned long long)p->seed,

@@ -182,6 +182,36 @@ static void read_after_write_does_not_follow(void **state)
 	complete_and_check(4, "7ssss8");
 }
 
+/* Chunks are whole packets of the path MTU: the slot's 1000 B on a 256 B
+ * MTU splits a 2048 B WRITE in 768 B chunks (three packets each, not four
+ * with a partial one); an MTU above the chunk leaves the chunk as it is. */
+static void chunks_are_whole_packets(void **state)
+{
+	use_split_qp();
+	pthread_mutex_lock(&q->lock);
+	q->split.mtu = 256;
+	pthread_mutex_unlock(&q->lock);
+	post_one_write(7, 2048);
+	assert_int_equal(provider_count(), 3); /* 768 + 768 + 512 */
+	pthread_mutex_lock(&prov.lock);
+	assert_int_equal(prov.len[0], 768);
+	assert_int_equal(prov.len[1], 768);
+	assert_int_equal(prov.len[2], 512);
+	prov.complete_split = 1;
+	pthread_mutex_unlock(&prov.lock);
+	for (int i = 0; i < 3000 && !provider_saw(7); i++) {
+		complete_app(8);
+		usleep(1000);
+	}
+	assert_true(provider_saw(7)); /* the final, after the three */
+	assert_int_equal(provider_count(), 4);
+	drop_split_qp();
+	assert_int_equal(wrpost_whole_packets(5120, 4096), 4096);
+	assert_int_equal(wrpost_whole_packets(5120, 1024), 5120);
+	assert_int_equal(wrpost_whole_packets(5120, 0), 5120);
+	assert_int_equal(wrpost_whole_packets(1000, 4096), 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +220,7 @@ int main(void)
 		FAKEPROV_TEST(next_write_follows_during_the_round_trip),
 		FAKEPROV_TEST(fenced_message_does_not_follow),
 		FAKEPROV_TEST(read_after_write_does_not_follow),
+		FAKEPROV_TEST(chunks_are_whole_packets),
 	};
 
 	return fakeprov_run_tests(tests);

@@ -180,6 +180,7 @@ static void split_resources_come_from_the_table(void **state)
 	assert_int_equal(fv.last_state, IBV_QPS_RTS);
 	assert_int_equal(atomic_load(&q->split.state), SPLIT_READY);
 	assert_int_equal(q->split.peer_split_qpn, 23);
+	assert_int_equal(q->split.mtu, 4096); /* chunks are whole packets of it */
 	shim_split_destroy(q);
 	assert_int_equal(fv.destroy_qp, 1);
 	assert_int_equal(fv.destroy_cq, 1);
