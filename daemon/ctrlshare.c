@@ -154,6 +154,8 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 			.bound = f->meas_bound,
 			.satisfied = f->share_sat,
 			.fill = f->share_fill,
+			.sat_bps = f->share_sat_bps,
+			.no_lend = f->share_no_lend,
 		};
 		k++;
 	}
@@ -177,11 +179,11 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 		int at = 0;
 
 		share_update(&c->share, sf, k);
-		/* per flow: used/granted, bound, satisfied, new fraction */
+		/* per flow: used/granted, bound, satisfied, not lending, new fraction */
 		for (size_t j = 0; j < k && at >= 0 && (size_t)at < sizeof(line); j++)
-			at += snprintf(line + at, sizeof(line) - (size_t)at, " %.2f/%.2f b%.2f%s>%.2f",
+			at += snprintf(line + at, sizeof(line) - (size_t)at, " %.2f/%.2f b%.2f%s%s>%.2f",
 				       sf[j].used, sf[j].granted, sf[j].bound,
-				       sf[j].satisfied ? "s" : "", sf[j].frac);
+				       sf[j].satisfied ? "s" : "", sf[j].no_lend ? "n" : "", sf[j].frac);
 		log_debug(LOG_SS_CTRL, "share window: C %llu -> %llu bit/s;%s",
 			  (unsigned long long)c_old, (unsigned long long)c->share.c_bps, line);
 	} else {
@@ -203,6 +205,8 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 		if (competing(f)) {
 			f->share_sat = sf[k].satisfied;
 			f->share_fill = sf[k].fill;
+			f->share_sat_bps = sf[k].sat_bps;
+			f->share_no_lend = sf[k].no_lend;
 		}
 		frac = competing(f) ? sf[k++].frac : 0;
 		if (frac <= 0) /* not active, or new since the window: room to start */

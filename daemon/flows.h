@@ -54,6 +54,8 @@ struct flow {
 	double meas_bound;              /* share of it spent waiting for tokens */
 	bool share_sat;                 /* judged limited by itself (share.h) */
 	double share_fill;              /* its fill, averaged (share.h) */
+	double share_sat_bps;           /* its use when judged satisfied (share.h) */
+	uint32_t share_no_lend;         /* windows it may not be judged so (share.h) */
 	/* remote READ control, the requester's side (rread.c) */
 	bool reads;                   /* the shim saw it post RDMA READs (JST_FS_READ) */
 	struct flow_remote {

@@ -30,7 +30,7 @@ static bool bound(const struct share_flow *f)
  * that had room. */
 static bool satisfied(const struct share_flow *f, bool judge)
 {
-	if (bound(f) || !(f->granted > 0 && f->fill < SHARE_SATISFIED))
+	if (f->no_lend || bound(f) || !(f->granted > 0 && f->fill < SHARE_SATISFIED))
 		return false;
 	return f->satisfied || judge;
 }
@@ -59,7 +59,7 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 {
 	uint64_t c_old = st->c_bps;
 	double moved = 0; /* fraction of C the flows moved */
-	bool binding = true, hungry = false, judge;
+	bool binding = true, hungry = false, hurt = false, judge;
 
 	if (!n) {
 		st->probing = false;
@@ -76,9 +76,27 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 	 * room on the link */
 	judge = !st->probing && moved < SHARE_FULL;
 	for (size_t i = 0; i < n; i++) {
+		bool was = f[i].satisfied;
+
+		if (f[i].no_lend)
+			f[i].no_lend--;
+		if (was && f[i].used * (double)c_old < SHARE_LENT_DROP * f[i].sat_bps) {
+			/* what it left to the others cost it its own rate */
+			was = f[i].satisfied = false;
+			f[i].no_lend = SHARE_NO_LEND;
+		}
 		f[i].satisfied = satisfied(&f[i], judge);
+		if (f[i].satisfied && !was)
+			f[i].sat_bps = f[i].used * (double)c_old;
 		if (f[i].satisfied || !f[i].granted)
 			continue;
+		if (f[i].no_lend) {
+			/* below its grant because of the others' share, not
+			 * the link's: it says nothing of C, and C may not
+			 * grow (lending it to the others by another way) */
+			hurt = true;
+			continue;
+		}
 		/* every one: a flow the NIC favours fills its grant while the
 		 * others starve, and only theirs say the link is full */
 		hungry = true;
@@ -91,7 +109,9 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		st->probing = false;
 	} else if (binding) {
 		/* the grants hold the flows back */
-		if (st->probing) {
+		if (hurt) {
+			st->probing = false;
+		} else if (st->probing) {
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE_MORE);
 		} else if (st->hold) {
 			st->hold--;

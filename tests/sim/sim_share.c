@@ -24,6 +24,8 @@ void sim_share_init(struct sim_share *s, uint32_t n, int min_mode, uint64_t max_
 	s->meas_ops = sim_zalloc((n + 1) * sizeof(*s->meas_ops));
 	s->sat = sim_zalloc((n + 1) * sizeof(*s->sat));
 	s->fill = sim_zalloc((n + 1) * sizeof(*s->fill));
+	s->sat_bps = sim_zalloc((n + 1) * sizeof(*s->sat_bps));
+	s->no_lend = sim_zalloc((n + 1) * sizeof(*s->no_lend));
 }
 
 void sim_share_fini(struct sim_share *s)
@@ -36,6 +38,8 @@ void sim_share_fini(struct sim_share *s)
 	free(s->meas_bps);
 	free(s->meas_ops);
 	free(s->sat);
+	free(s->sat_bps);
+	free(s->no_lend);
 	free(s->fill);
 	memset(s, 0, sizeof(*s));
 }
@@ -139,6 +143,8 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 			.bound = s->meas_bound[i],
 			.satisfied = s->sat[i],
 			.fill = s->fill[i],
+			.sat_bps = s->sat_bps[i],
+			.no_lend = s->no_lend[i],
 		};
 	}
 	if (entered) {
@@ -168,6 +174,8 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 		if (tf[i].active) {
 			s->sat[i] = s->sf[k].satisfied;
 			s->fill[i] = s->sf[k].fill;
+			s->sat_bps[i] = s->sf[k].sat_bps;
+			s->no_lend[i] = s->sf[k].no_lend;
 		}
 		frac = tf[i].active ? s->sf[k++].frac : 0;
 		if (frac <= 0)

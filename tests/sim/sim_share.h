@@ -29,6 +29,8 @@ struct sim_share {
 	double *meas_bound;         /* share of the window spent waiting for tokens */
 	bool *sat;                     /* share_flow.satisfied, kept per flow */
 	double *fill;                  /* share_flow.fill, the same */
+	double *sat_bps;               /* share_flow.sat_bps, the same */
+	uint32_t *no_lend;             /* share_flow.no_lend, the same */
 	double ops_per_bit;         /* TokenOps / (8 TokenBytes) */
 	uint64_t max_rate_bps;
 	uint32_t mode_changes;

@@ -323,6 +323,47 @@ static void noisy_counts_do_not_ratchet_down(void **state)
 	}
 }
 
+/* A flow of batches (64 B messages, one batch per round trip) wants
+ * 20 Mbit/s of a 200 Mbit/s link alone, and less the more of the link the
+ * other, greedy flow takes: its round trip is the queue the other's work
+ * builds in the NIC (its demand here: 20 x the room the other leaves).  At
+ * half the link each it moves 10 Mbit/s and looks limited by itself; lent
+ * what it leaves, the other fills the link and the batches crawl.  Once its
+ * use fell after it was judged so, it keeps its fair share (and C no
+ * longer grows past what the others can use), trying to lend again only
+ * every SHARE_NO_LEND windows: over 60 windows it moves at least 80% of
+ * what it moves at a fair share (8.5 Mbit/s), where lending and taking back
+ * every few windows left it 0.9 Mbit/s. */
+static void lending_that_hurts_stops(void **state)
+{
+	const double x = 200 * M, d0 = 20 * M;
+	struct share_flow f[2] = { { .weight = 1 }, { .weight = 1 } };
+	struct share_state st;
+	double other = x / 2, sum0 = 0;
+
+	(void)state;
+	share_start(&st, (uint64_t)x, f, 2);
+	for (int k = 0; k < 80; k++) {
+		double c = (double)st.c_bps, g0 = f[0].frac * c, g1 = f[1].frac * c;
+		double room = other < x ? 1 - other / x : 0;
+		double got0 = g0 < d0 * room ? g0 : d0 * room;
+		double got1 = g1 < x - got0 ? g1 : x - got0;
+
+		f[0].granted = f[0].frac;
+		f[1].granted = f[1].frac;
+		f[0].used = got0 / c;
+		f[1].used = got1 / c;
+		f[0].bound = got0 >= g0 * (1 - 1e-9);
+		f[1].bound = got1 >= g1 * (1 - 1e-9);
+		other = got1;
+		if (k >= 20)
+			sum0 += got0 / 60;
+		share_update(&st, f, 2);
+	}
+	print_message("lending: the batches' flow %.2f Mbit/s (10 at a fair share)\n", sum0 / M);
+	assert_true(sum0 >= 0.8 * 10 * M);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +375,7 @@ int main(void)
 		cmocka_unit_test(many_flows_nic_bias),
 		cmocka_unit_test(idle_flows_keep_the_capacity),
 		cmocka_unit_test(noisy_counts_do_not_ratchet_down),
+		cmocka_unit_test(lending_that_hurts_stops),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
