@@ -90,10 +90,11 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 			f[i].sat_bps = f[i].used * (double)c_old;
 		if (f[i].satisfied || !f[i].granted)
 			continue;
-		if (f[i].no_lend) {
+		if (f[i].no_lend && !bound(&f[i])) {
 			/* below its grant because of the others' share, not
 			 * the link's: it says nothing of C, and C may not
-			 * grow (lending it to the others by another way) */
+			 * grow (lending it to the others by another way).
+			 * (One that fills its grant again is just hungry.) */
 			hurt = true;
 			continue;
 		}

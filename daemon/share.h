@@ -33,7 +33,8 @@
  *    one batch per round trip, and the round trip is the queue the
  *    others' work builds in the NIC once they get what it left.  It gets
  *    its fair share back at once and is not judged satisfied again for
- *    SHARE_NO_LEND windows (the RNIC model's tput-elephant over 1 s: the
+ *    SHARE_NO_LEND windows, during which C does not grow unless it
+ *    fills its grant again (the RNIC model's tput-elephant over 1 s: the
  *    64 B flow fell from 4.86 to 2.14 Mmsg/s, lending and taking back its
  *    share every third window);
  *  - when the other flows are all held back by their grants, the link may
