@@ -25,6 +25,8 @@ static void usage(FILE *f)
 	      "  -r, --rate GBPS        line rate and MaxRate, Gbit/s (100)\n"
 	      "      --rx-rate GBPS     receive pipeline rate (= line rate)\n"
 	      "      --max-rate MBPS    the controller's MaxRate, Mbit/s (= line rate)\n"
+	      "      --max-ops OPS      the device's max_ops, ops/s (0: unknown, TokenOps\n"
+	      "                         = TokenBytes / 64)\n"
 	      "      --pfc NS           pause threshold of the receive queue, 0 = none (10000)\n"
 	      "  -m, --mtu BYTES        (4096)\n"
 	      "  -a, --arbiter wqe|burst[:N]  transmit arbiter (wqe)\n"
@@ -88,6 +90,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, 0, 'd' }, { "warmup", required_argument, 0, 'w' },
 		{ "target99", required_argument, 0, 'T' }, { "period", required_argument, 0, 'p' },
 		{ "max-rate", required_argument, 0, 'M' }, { "pfc", required_argument, 0, 'P' },
+		{ "max-ops", required_argument, 0, 'O' },
 		{ "start", required_argument, 0, 'S' },	 { "pace-mode", required_argument, 0, 'X' },
 		{ "quiet", no_argument, 0, 'q' },	 { "help", no_argument, 0, 'h' },
 		{ "channel-us", required_argument, 0, 'C' }, { "sync-ms", required_argument, 0, 'Y' },
@@ -128,6 +131,9 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			bad = parse_u64(optarg, &max_rate) || !max_rate || max_rate > 10000000;
+			break;
+		case 'O':
+			bad = parse_u64(optarg, &p.ctl.max_ops) || p.ctl.max_ops > 10000000000ull;
 			break;
 		case 'X':
 			if (!strcmp(optarg, "auto"))

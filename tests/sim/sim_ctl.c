@@ -134,7 +134,7 @@ static void step(void *arg, uint64_t u)
 	tp = (struct tokens_params){
 		.safe_util_bps = k->a.safe_util_bps,
 		.token_bytes = k->c.token_bytes,
-		.token_ops = tokens_token_ops(0, k->c.token_bytes, k->c.max_rate_bps, 0),
+		.token_ops = tokens_token_ops(0, k->c.token_bytes, k->c.max_rate_bps, k->c.max_ops),
 		.chunk_bytes = cnt.lat || (k->mode == JST_PACE_PROTECT &&
 					   k->c.min_pace_mode != SIM_PACE_PAPER)
 				       ? k->c.chunk_latency
@@ -227,7 +227,7 @@ int sim_ctl_init(struct sim_ctl *k, struct ibv_context **ctxs, const struct sim_
 	k->cls = sim_zalloc(n_flows + 1);
 	k->mode = -1;
 	sim_share_init(&k->share, n_flows, c->min_pace_mode, c->max_rate_bps, c->token_bytes,
-		       tokens_token_ops(0, c->token_bytes, c->max_rate_bps, 0));
+		       tokens_token_ops(0, c->token_bytes, c->max_rate_bps, c->max_ops));
 	k->cq = sim_verbs_create_cq(k->ctx, 8);
 	k->peer_cq = sim_verbs_create_cq(ctxs[c->ref_peer], 8);
 	k->qp = mk_qp(k->ctx, k->cq);

@@ -41,6 +41,7 @@
 
 struct sim_ctl_cfg {
 	uint64_t max_rate_bps;
+	uint64_t max_ops;              /* devices[].max_ops (0: unknown) */
 	uint64_t period_ns;          /* RefPeriod */
 	uint32_t window;             /* RefCount */
 	uint64_t target99_ns;
