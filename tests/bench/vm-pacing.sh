@@ -22,6 +22,21 @@
 #             max_rate is for bytes
 #   cpu       the lone 1 MiB ib_write_bw client's CPU (user + system, the
 #             shim's progress thread included) per MB moved
+# After the latency, two and tput parts, anchors: the same workload paced by
+# the application itself (build/justbench's rate=, no shim, no daemon) in
+# the same boot, so that what Justitia loses can be told from what pacing
+# on Soft-RoCE (the guest's CPUs are the "NIC") costs anyway:
+#   latency   the elephant paced at the median grant g, in 5 KiB messages
+#             (Justitia's latency chunk, 8 in flight) and in whole 1 MiB
+#             messages: achieved / g each; an unpaced 5 KiB flow (what rxe
+#             carries in 5 KiB messages); Justitia's fill in 10^6 B/s
+#             (perftest's "MB/sec" is MiB/s, the grant 10^6 B/s) and over
+#             the 5 KiB anchor's fill
+#   two       1 MiB + 64 KiB justbench flows, unpaced, then each paced at
+#             half the plain perftest aggregate: each, sum, shares; the
+#             paced sum over the plain perftest one, Justitia's over it
+#   tput      a 64 B justbench flow next to a 1 MiB elephant unpaced, then
+#             paced at what Justitia's elephant carried: Mpps of each
 # Flows that compete start together: both servers listen first, then both
 # clients start (otherwise the first runs alone for a second or two and the
 # "aggregate" is partly a lone flow's).  PARTS selects parts (default all:
@@ -74,6 +89,8 @@ daemons_up
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
+# mul A B: A x B (e.g. perftest's MiB/s x 1.048576 = 10^6 B/s)
+mul() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a * b }'; }
 
 # pre SIDE MODE: the command prefix of one side (0 server, 1 client);
 # $XENV (VAR=VALUE...) is added under Justitia
@@ -138,6 +155,36 @@ qperf_one() { # TEST MODE: MB/s
 	wait $srv 2>/dev/null
 	echo "$out" | awk '/bw *=/ { v = $3; u = $4; if (u ~ /^GB/) v *= 1000; if (u ~ /^KB/) v /= 1000; print v; ok = 1 } END { if (!ok) print 0 }'
 }
+
+# ---- the anchors: justbench, no shim, no daemon (the daemons stay up and
+# probe each other, as in the Justitia rounds, but nothing registers).
+# jb TAG FLOW...: a justbench server on rxe0, then its client on rxe1 with
+# FLOWs (justbench flow specifications) for SECS s; all the flows start
+# together; the client's JSON report in $O/TAG.json
+JB=$PWD/build/justbench
+jb() {
+	local tag=$1 port s
+	shift
+	port=$((19000 + RANDOM % 900))
+	timeout $((SECS + 60)) "$JB" server -p $port -d "$RXE_DEV0" -g "$RXE_GID" \
+		>"$O/$tag.srv" 2>&1 &
+	s=$!
+	wait_port $port 30 $s >/dev/null 2>&1
+	timeout $((SECS + 60)) "$JB" client "$RXE_IP0" -p $port -d "$RXE_DEV1" -g "$RXE_GID" \
+		-t "$SECS" --json -o "$O/$tag.json" "$@" >"$O/$tag.cli" 2>&1
+	wait $s
+}
+# jbv TAG NAME KEY: flow NAME of $O/TAG.json: KEY mbs (10^6 B/s, bytes over
+# its active time, first post to last completion), mibs (2^20 B/s, perftest's
+# "MB/sec"), mops (millions of messages/s); 0 if it has none
+jbv() {
+	jq -r --arg n "$2" --arg k "$3" '[.flows[] | select(.name == $n)][0] // {} |
+		if (.bytes // 0) > 0 and (.elapsed_ns // 0) > 0 then
+			(if $k == "mops" then .mops elif $k == "mibs" then .bytes * 1e9 / .elapsed_ns / 1048576
+			 else .bytes * 1e3 / .elapsed_ns end)
+		else 0 end' "$O/$1.json" 2>/dev/null | awk -v k="$3" 'NF { printf (k == "mops" ? "%.4f\n" : "%.2f\n"), $1; ok = 1 } END { if (!ok) print 0 }'
+}
+anchor_head() { printf '%-34s %10s %10s %7s\n' "$1" "$2" "$3" "${4:-ratio}"; }
 
 echo "== vm-pacing: $ROUNDS rounds of $SECS s, plain then Justitia (mode auto)"
 printf '%-34s %10s %10s %7s\n' setting plain justitia ratio
@@ -204,6 +251,45 @@ LAT_CPU=$(awk -v c="$(cat "$O/lat.cpu")" -v b="$a" -v s="$SECS" \
 	'BEGIN { if (b > 0) printf "%.2f", c * 1000 / (b * s); else print 0 }')
 echo "(MaxRate ${mr} Mbit/s, the lone ib_write_bw's plain rate; below, with no
 latency flow, it only seeds share mode's C when the flows moved nothing yet)"
+
+# ---- the latency part's anchors, ideal pacing: the application paces its
+# own elephant at the rate Justitia granted (the median grant g above), no
+# shim, no daemon.  Columns: achieved, target (g), their ratio, all in
+# 10^6 B/s.  perftest's "MB/sec" is MiB/s (its --help: "MiB=2^20 byte"),
+# the grant 10^6 B/s: the row above compares the two as they are; the
+# "Justitia, 10^6 B/s" row puts its achieved rate in the grant's unit.
+#   anchor 5 KiB x8   bw:write:5K:window=8, rate g, busy polling: the
+#                     elephant split in Justitia's latency chunk (5 KiB),
+#                     8 in flight as the shim's window, paced by itself
+#   anchor 1 MiB      whole 1 MiB messages (window 128, perftest's tx
+#                     depth) paced at g
+#   unpaced 5 KiB x8  the 5 KiB flow with no rate: what rxe carries in
+#                     5 KiB messages (is g reachable in them at all?)
+#   Justitia / 5 KiB anchor: Justitia's fill (in 10^6 B/s) over the 5 KiB
+#                     anchor's; 1 = as good as pacing in the application
+# Each round runs the three one after the other; medians over ROUNDS.
+grate=$(awk -v g="$g" 'BEGIN { printf "%d", g * 8e6 }')
+if ((grate >= 1000)); then
+	: >"$O/n5"; : >"$O/n1"; : >"$O/u5"
+	for _ in $(seq "$ROUNDS"); do
+		jb an5 "bw:write:5K:window=8,rate=$grate,poll=busy,name=a5"
+		jbv an5 a5 mbs >>"$O/n5"
+		jb an1 "bw:write:1M:window=128,rate=$grate,poll=busy,name=a1"
+		jbv an1 a1 mbs >>"$O/n1"
+		jb un5 "bw:write:5K:window=8,poll=busy,name=u5"
+		jbv un5 u5 mbs >>"$O/u5"
+	done
+	n5=$(median <"$O/n5") n1=$(median <"$O/n1") u5=$(median <"$O/u5")
+	aj=$(mul "$a" 1.048576)
+	anchor_head "latency anchors (no shim/daemon)" achieved target
+	printf '%-34s %10s %10s %7s\n' "anchor 5 KiB x8 at g (MB/s)" "$n5" "$g" "$(ratio "$n5" "$g")"
+	printf '%-34s %10s %10s %7s\n' "anchor 1 MiB at g (MB/s)" "$n1" "$g" "$(ratio "$n1" "$g")"
+	printf '%-34s %10s %10s %7s\n' "unpaced 5 KiB x8 (MB/s)" "$u5" "$g" "$(ratio "$u5" "$g")"
+	printf '%-34s %10s %10s %7s\n' "Justitia, 10^6 B/s (MB/s)" "$aj" "$g" "$(ratio "$aj" "$g")"
+	printf '%-34s %10s %10s %7s\n' "Justitia / 5 KiB anchor fill" "$(ratio "$aj" "$g")" \
+		"$(ratio "$n5" "$g")" "$(ratio "$aj" "$n5")"
+	echo "(g = $grate bit/s, the median grant; 10^6 B/s throughout these rows)"
+fi
 fi
 
 # pair BIG_SIZE SMALL_SIZE MODE TAG_BIG TAG_SMALL [SMALL_XENV]: two
@@ -238,6 +324,42 @@ row "two flows: 1 MiB (MB/s)" "$(median <"$O/pb")" "$(median <"$O/jb")"
 row "two flows: 64 KiB (MB/s)" "$(median <"$O/ps")" "$(median <"$O/js")"
 row "two flows: aggregate (MB/s)" "$(median <"$O/pa")" "$(median <"$O/ja")"
 printf '%-34s %10s %10s\n' "two flows: smaller / larger share" "$(median <"$O/pf")" "$(median <"$O/jf")"
+
+# ---- the two part's anchors: the same two flows from one justbench client
+# (1 MiB and 64 KiB WRITEs, a QP and a thread each, window 128 as perftest's
+# tx depth, busy polling as perftest), no shim, no daemon, started together;
+# unpaced, then each paced by itself at half the plain perftest aggregate
+# above (the fair split of what the two carry plain), alternating.  MiB/s as
+# perftest.  Columns: unpaced, paced, paced / unpaced; then the paced
+# aggregate against the plain perftest one (what ideal pacing at the fair
+# share keeps of it; compare Justitia's ratio above).
+half=$(awk -v p="$(median <"$O/pa")" 'BEGIN { printf "%d", p * 1048576 * 8 / 2 }')
+if ((half >= 1000)); then
+	: >"$O/ub"; : >"$O/us"; : >"$O/ua"; : >"$O/uf"
+	: >"$O/qb"; : >"$O/qs"; : >"$O/qa"; : >"$O/qf"
+	for _ in $(seq "$ROUNDS"); do
+		for m in u q; do
+			r=
+			[ $m = q ] && r=",rate=$half"
+			jb two$m "bw:write:1M:window=128,poll=busy,name=big$r" \
+				"bw:write:64K:window=128,poll=busy,name=small$r"
+			b=$(jbv two$m big mibs) s=$(jbv two$m small mibs)
+			echo "$b" >>"$O/${m}b"; echo "$s" >>"$O/${m}s"
+			awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/${m}a"
+			awk -v a="$b" -v b="$s" 'BEGIN { if (a > 0 && b > 0) print (a < b ? a / b : b / a); else print 0 }' >>"$O/${m}f"
+		done
+	done
+	anchor_head "two anchors (justbench, no shim)" unpaced paced
+	row "anchor two: 1 MiB (MiB/s)" "$(median <"$O/ub")" "$(median <"$O/qb")"
+	row "anchor two: 64 KiB (MiB/s)" "$(median <"$O/us")" "$(median <"$O/qs")"
+	row "anchor two: aggregate (MiB/s)" "$(median <"$O/ua")" "$(median <"$O/qa")"
+	printf '%-34s %10s %10s\n' "anchor two: smaller / larger share" "$(median <"$O/uf")" "$(median <"$O/qf")"
+	anchor_head "" "plain" "paced"
+	row "paced aggregate / plain perftest" "$(median <"$O/pa")" "$(median <"$O/qa")"
+	anchor_head "" "paced" "justitia"
+	row "Justitia aggregate / paced anchor" "$(median <"$O/qa")" "$(median <"$O/ja")"
+	echo "(each anchor flow paced at $half bit/s, half the plain perftest aggregate)"
+fi
 fi
 
 # ---- a 64 B throughput flow next to a 1 MiB elephant
@@ -262,6 +384,31 @@ done
 row "64 B next to elephant (Mpps)" "$(median <"$O/p")" "$(median <"$O/j")"
 row "... the elephant (MB/s)" "$(median <"$O/pe")" "$(median <"$O/je")"
 echo "(max_ops $mops, a lone 64 B flow's plain rate; the 64 B flow JUSTITIA_CLASS=tput)"
+
+# ---- the tput part's anchor: one justbench client, a 64 B WRITE flow
+# (batches of 16, 8 in flight: perftest's 128 outstanding) next to a 1 MiB
+# elephant (window 128, busy polling), no shim, no daemon; the elephant
+# unpaced, then paced by itself at what Justitia's elephant carried above.
+# Columns: unpaced elephant, paced elephant, ratio (the 64 B flow's gain
+# from ideal pacing of the elephant; compare Justitia's ratio above).
+erate=$(awk -v e="$(median <"$O/je")" 'BEGIN { printf "%d", e * 1048576 * 8 }')
+if ((erate >= 1000)); then
+	: >"$O/ut"; : >"$O/qt"; : >"$O/ue"; : >"$O/qe"
+	for _ in $(seq "$ROUNDS"); do
+		for m in u q; do
+			r=
+			[ $m = q ] && r=",rate=$erate"
+			jb tp$m "tput:write:64:batch=16,window=8,name=tp" \
+				"bw:write:1M:window=128,poll=busy,name=ele$r"
+			jbv tp$m tp mops >>"$O/${m}t"
+			jbv tp$m ele mibs >>"$O/${m}e"
+		done
+	done
+	anchor_head "tput anchor (justbench, no shim)" unpaced paced
+	row "anchor: 64 B next to elephant (Mpps)" "$(median <"$O/ut")" "$(median <"$O/qt")"
+	row "anchor: ... the elephant (MiB/s)" "$(median <"$O/ue")" "$(median <"$O/qe")"
+	echo "(the anchor's elephant paced at $erate bit/s, Justitia's elephant's median)"
+fi
 fi
 
 # ---- CPU per MB: the lone 1 MiB ib_write_bw client (all its threads, the
