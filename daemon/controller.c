@@ -286,7 +286,12 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	};
 	tokens_distribute(c->tf, n + c->n_remote, &tp);
 	ctrlshare_set_pace_mode(c, n, n_lat_all, now, ctrlshare_measure_window(c, n, now));
-	rread_set_recv(d->rread, c->aimd.safe_util_bps, c->max_rate_bps);
+	/* incoming flows are limited only while this host protects a
+	 * latency flow (its own or one that arrives): with none, a split of
+	 * MaxRate among them would cap them although nobody is protected,
+	 * below what the link carries when MaxRate is (issue 11: two
+	 * elephants into one host held to 0.56-0.66 of plain on Soft-RoCE) */
+	rread_set_recv(d->rread, c->aimd.safe_util_bps, c->n.lat ? c->max_rate_bps : 0);
 	rread_set_chunk(d->rread, c->chunk_bytes);
 	rread_after_step(d->rread, c->tf + n, c->n_remote, now, period_ns(c));
 	/* READ flows registered with their responders: a limit that came or

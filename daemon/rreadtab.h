@@ -90,7 +90,9 @@ size_t rreadtab_fill_recv(const struct rread_tab *t, struct aimd_flow *af, uint3
  * flows are not counted: they send, these receive.  0 (not limited) if
  * MaxRate is unknown, or with no incoming latency flow and at most one
  * active incoming bandwidth flow (nothing competes); never below
- * AIMD_MIN_BPS otherwise.  Incoming latency flows get 0. */
+ * AIMD_MIN_BPS otherwise.  Incoming latency flows get 0.  (The controller
+ * passes MaxRate 0 while the host has no latency flow at all: nothing to
+ * protect, nothing limited.) */
 void rreadtab_recv_shares(struct rread_tab *t, uint64_t safe_util_bps, uint64_t max_rate_bps);
 /* The incoming flows: latency, bandwidth. */
 void rreadtab_recv_count(const struct rread_tab *t, size_t *lat, size_t *bw);

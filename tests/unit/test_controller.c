@@ -168,6 +168,42 @@ static void incoming_latency_protects(void **state)
 	d.rread = NULL;
 }
 
+/* Two incoming bandwidth flows and no latency flow anywhere: the receiver
+ * limits neither (a split of MaxRate would cap them below what the link
+ * carries although nobody is protected); with an incoming latency flow it
+ * shares SafeUtil among them. */
+static void incoming_unlimited_without_latency(void **state)
+{
+	static struct rread rr;
+	struct rread_open b = { .kind = RREAD_RECV, .flow = 1, .cls = FLOW_CLASS_BANDWIDTH,
+				.qpn = 5, .peer_qpn = 6, .weight = 1, .active = true };
+	struct rread_open l = b;
+	uint64_t now = periods(daemon_now_ns(), 2);
+	char why[160];
+
+	assert_int_equal(rread_init(&rr, &d), 0);
+	d.rread = &rr;
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &b, now, why, sizeof(why)), 0);
+	b.flow = 2;
+	b.qpn = 7;
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &b, now, why, sizeof(why)), 0);
+	now = periods(now, 2);
+	assert_int_equal(c.n.lat, 0);
+	assert_int_equal(rr.tab.conns[0]->e[0].rate_bps, 0);
+	assert_int_equal(rr.tab.conns[0]->e[1].rate_bps, 0);
+	l.flow = 3;
+	l.qpn = 9;
+	l.cls = FLOW_CLASS_LATENCY;
+	assert_int_equal(rreadtab_open(&rr.tab, 9, NULL, "s1:7471", &l, now, why, sizeof(why)), 0);
+	now = periods(now, 2);
+	assert_int_equal(c.n.lat, 1);
+	assert_true(rr.tab.conns[0]->e[0].rate_bps > 0);
+	assert_true(rr.tab.conns[0]->e[0].rate_bps <= c.aimd.safe_util_bps / 2 + 1);
+	assert_int_equal(rreadtab_drop(&rr.tab, 9), 3);
+	rread_fini(&rr);
+	d.rread = NULL;
+}
+
 static void flows_and_rates(void **state)
 {
 	int err;
@@ -783,6 +819,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(nothing_registered),
 		cmocka_unit_test(incoming_latency_protects),
+		cmocka_unit_test(incoming_unlimited_without_latency),
 		cmocka_unit_test(flows_and_rates),
 		cmocka_unit_test(target_over_base),
 		cmocka_unit_test(status_object),
