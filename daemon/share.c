@@ -59,7 +59,7 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 {
 	uint64_t c_old = st->c_bps;
 	double moved = 0; /* fraction of C the flows moved */
-	bool binding = true, hungry = false, hurt = false, waits_in_nic = false, judge;
+	bool binding = true, hungry = false, hurt = false, judge;
 
 	if (!n) {
 		st->probing = false;
@@ -102,7 +102,6 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		 * others starve, and only theirs say the link is full */
 		hungry = true;
 		binding = binding && bound(&f[i]);
-		waits_in_nic = waits_in_nic || f[i].bound < SHARE_FREE;
 	}
 	if (!hungry) {
 		/* every flow is limited by itself (or new): the link told
@@ -124,17 +123,9 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 			share_split(f, n, c_old, st->c_bps);
 			return;
 		}
-	} else if (!st->probing && !waits_in_nic) {
-		/* each of them waited for tokens a good part of the window
-		 * without filling its grant: its grant and the link both
-		 * hold it back (Soft-RoCE, whose paced flows fill 80-90% of
-		 * their grants).  Nothing says C is above the link: keep it
-		 * (taking it down to what they moved, window after window,
-		 * ratcheted it to a fraction of the link) */
 	} else {
 		/* not held back by their grants: the link (or the
-		 * applications) limits them: a flow's work waits in the NIC,
-		 * not for tokens.  C comes down to what they moved,
+		 * applications) limits them.  C comes down to what they moved,
 		 * or the NIC's queue (not the grants) would split it, by at most
 		 * SHARE_DECAY a window; after a probe it could not carry, hold */
 		if (st->probing)

@@ -40,20 +40,15 @@
  *  - when the other flows are all held back by their grants, the link may
  *    carry more: after SHARE_HOLD windows C probes upwards (SHARE_PROBE,
  *    then faster while the flows keep absorbing it);
- *  - when they are not and a flow's work waits in the NIC's queue, not for
- *    tokens (it waited less than SHARE_FREE of the window: a probe the
- *    link could not carry, or the link got slower), C comes
+ *  - when they are not (a probe the link could not carry, or the link got
+ *    slower: their work waits in the NIC's queue, not for tokens), C comes
  *    down to what the flows really moved, never more, so that the grants,
  *    not the NIC's own arbitration, decide the split: the paper's fairness
  *    between message sizes.  At most by SHARE_DECAY a window (unless they
  *    moved less than SHARE_FAR of C: C was far above the link, at the
  *    start, say): a window counts a few large messages, and one counted
  *    short must not cost the link its rate (C ratcheting down below the
- *    link while every flow waits for tokens).  When no flow's work waits
- *    in the NIC but some do not fill their grants either (they waited for
- *    tokens, but less than SHARE_BOUND: Soft-RoCE's paced flows fill 80-90%
- *    of their grants), C stays: nothing says it is above the link.  Uses
- *    measured during a probe the link could not
+ *    link while every flow waits for tokens).  Uses measured during a probe the link could not
  *    carry are the NIC's split, not the flows' demand: nobody is judged
  *    satisfied from them.
  *
@@ -72,7 +67,6 @@
 #define SHARE_BINDING 0.9              /* filled this much of its grant, or */
 #define SHARE_BOUND 0.5                /* waited for tokens this much of a window:
                                         * limited by the grant */
-#define SHARE_FREE 0.1                 /* waited less: its work waits in the NIC */
 #define SHARE_DECAY 0.75               /* C's largest step down in a window ... */
 #define SHARE_FAR 0.5                  /* ... unless they moved less than this:
                                         * C was far above the link */

@@ -323,37 +323,6 @@ static void noisy_counts_do_not_ratchet_down(void **state)
 	}
 }
 
-/* Soft-RoCE's paced flows fill 80-90% of their grants and wait for tokens
- * a fifth to a third of the window: their grants and the link both hold
- * them back.  C must stay (taking it down to what they moved every window
- * ratcheted a 64 B flow next to an elephant to a fraction of its rate);
- * a window in which a flow's work waits in the NIC, not for tokens (a
- * token wait under SHARE_FREE), still brings it down. */
-static void partly_bound_flows_keep_c(void **state)
-{
-	struct share_flow f[2] = { { .weight = 1 }, { .weight = 1 } };
-	struct share_state st;
-
-	(void)state;
-	share_start(&st, 200000000ull, f, 2);
-	for (int k = 0; k < 64; k++) {
-		for (int i = 0; i < 2; i++) {
-			f[i].granted = f[i].frac;
-			f[i].used = (k % 2 ? 0.82 : 0.88) * f[i].frac;
-			f[i].bound = i ? 0.2 : 0.35;
-		}
-		share_update(&st, f, 2);
-		assert_int_equal(st.c_bps, 200000000ull);
-	}
-	f[0].granted = f[0].frac;
-	f[1].granted = f[1].frac;
-	f[0].used = 0.85 * f[0].frac;
-	f[1].used = 0.85 * f[1].frac;
-	f[1].bound = 0.02; /* its work waits in the NIC */
-	share_update(&st, f, 2);
-	assert_true(st.c_bps < 200000000ull);
-}
-
 /* A flow of batches (64 B messages, one batch per round trip) wants
  * 20 Mbit/s of a 200 Mbit/s link alone, and less the more of the link the
  * other, greedy flow takes: its round trip is the queue the other's work
@@ -407,7 +376,6 @@ int main(void)
 		cmocka_unit_test(idle_flows_keep_the_capacity),
 		cmocka_unit_test(noisy_counts_do_not_ratchet_down),
 		cmocka_unit_test(lending_that_hurts_stops),
-		cmocka_unit_test(partly_bound_flows_keep_c),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
