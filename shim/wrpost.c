@@ -48,10 +48,6 @@ uint64_t wrpost_cost_ns(int cls, const struct jst_flow_ctl *slot, uint64_t bytes
 	return bucket_cost_ns(bytes, atomic_load_explicit(&slot->rate_bps, memory_order_relaxed));
 }
 
-/* The split size for @wr, or 0 when it goes whole: RDMA WRITE, READ,
- * SEND and WRITE_WITH_IMM larger than the chunk, not inline, on a QP whose
- * split QP is connected and whose flow the daemon says to split.  *kind:
- * enum splitmsg_kind. */
 /* A chunk of @chunk bytes rounded down to whole packets of @mtu (at least
  * one; @mtu 0: unknown, as is).  A 5 KiB chunk on a 4 KiB path MTU is a
  * full packet and a quarter one: two packets' headers and the NIC's
@@ -64,6 +60,10 @@ uint32_t wrpost_whole_packets(uint32_t chunk, uint32_t mtu)
 	return mtu && chunk > mtu ? chunk - chunk % mtu : chunk;
 }
 
+/* The split size for @wr, or 0 when it goes whole: RDMA WRITE, READ,
+ * SEND and WRITE_WITH_IMM larger than the chunk, not inline, on a QP whose
+ * split QP is connected and whose flow the daemon says to split.  *kind:
+ * enum splitmsg_kind. */
 uint32_t wrpost_split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
 			   const struct ibv_send_wr *wr, int *kind)
 {

@@ -313,6 +313,15 @@ pair() {
 	wait $s1 $s2
 }
 
+# pair_record P BIG SMALL: one round of two flows into $O/P{b,s,a,f}: each
+# rate, their sum, and the round's fairness (the smaller over the larger)
+pair_record() {
+	echo "$2" >>"$O/$1b"
+	echo "$3" >>"$O/$1s"
+	awk -v a="$2" -v b="$3" 'BEGIN { print a + b }' >>"$O/$1a"
+	awk -v a="$2" -v b="$3" 'BEGIN { if (a > 0 && b > 0) print (a < b ? a / b : b / a); else print 0 }' >>"$O/$1f"
+}
+
 # ---- two bandwidth flows, 1 MiB and 64 KiB: shares and aggregate
 if part two; then
 : >"$O/pb"; : >"$O/ps"; : >"$O/jb"; : >"$O/js"; : >"$O/pa"; : >"$O/ja"; : >"$O/pf"; : >"$O/jf"
@@ -321,10 +330,7 @@ for _ in $(seq "$ROUNDS"); do
 		pair 1048576 65536 $m big small
 		b=$(col big 1048576 4) s=$(col small 65536 4)
 		k=${m:0:1}
-		echo "$b" >>"$O/${k}b"; echo "$s" >>"$O/${k}s"
-		awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/${k}a"
-		# fairness of the round: the smaller share over the larger
-		awk -v a="$b" -v b="$s" 'BEGIN { if (a > 0 && b > 0) print (a < b ? a / b : b / a); else print 0 }' >>"$O/${k}f"
+		pair_record "$k" "$b" "$s"
 	done
 done
 row "two flows: 1 MiB (MB/s)" "$(median <"$O/pb")" "$(median <"$O/jb")"
@@ -351,9 +357,7 @@ if ((half >= 1000)); then
 			jb two$m "bw:write:1M:window=128,poll=busy,name=big$r" \
 				"bw:write:64K:window=128,poll=busy,name=small$r"
 			b=$(jbv two$m big mibs) s=$(jbv two$m small mibs)
-			echo "$b" >>"$O/${m}b"; echo "$s" >>"$O/${m}s"
-			awk -v a="$b" -v b="$s" 'BEGIN { print a + b }' >>"$O/${m}a"
-			awk -v a="$b" -v b="$s" 'BEGIN { if (a > 0 && b > 0) print (a < b ? a / b : b / a); else print 0 }' >>"$O/${m}f"
+			pair_record "$m" "$b" "$s"
 		done
 	done
 	anchor_head "two anchors (justbench, no shim)" unpaced paced

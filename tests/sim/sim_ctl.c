@@ -152,8 +152,7 @@ static void step(void *arg, uint64_t u)
 
 		/* as controller.c: incoming flows limited only while this
 		 * host protects a latency flow */
-		rreadtab_recv_shares(t, k->a.safe_util_bps,
-				     (k->view ? n_lat : cnt.lat) ? k->c.max_rate_bps : 0);
+		rreadtab_recv_shares(t, k->a.safe_util_bps, n_lat ? k->c.max_rate_bps : 0);
 		rreadtab_set_chunk(t, tp.chunk_bytes);
 		sim_view_after_step(k->view, k->c.host, k->tf + n, k->n_remote, now,
 				    k->c.period_ns);
