@@ -30,7 +30,7 @@
 #define JST_SHM_GLOBAL_MAGIC 0x4a535447u /* "JSTG" */
 #define JST_SHM_CLIENT_MAGIC 0x4a535443u /* "JSTC" */
 #define JST_SHM_VERSION_MAJOR 1
-#define JST_SHM_VERSION_MINOR 3
+#define JST_SHM_VERSION_MINOR 4
 #define JST_CACHELINE 64
 
 enum jst_flow_class {
@@ -151,7 +151,12 @@ struct jst_flow_stats {
 	_Atomic uint64_t bucket_vtime_ns;              /* token bucket state */
 	_Atomic uint64_t last_post_ns;
 	_Atomic uint32_t flags;                        /* JST_FS_* (minor 3) */
-	uint32_t reserved;
+	_Atomic uint32_t queued_us;                    /* (minor 4) us its work was
+							* queued (in the shim's backlog
+							* or the NIC's send queue),
+							* modulo 2^32: it would have
+							* moved more (SHARE mode's
+							* "backlogged", share.h) */
 };
 
 _Static_assert(sizeof(struct jst_shm_global) == 2 * JST_CACHELINE, "global header size");

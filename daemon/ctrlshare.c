@@ -70,20 +70,24 @@ bool ctrlshare_measure_window(struct ctrl *c, size_t n, uint64_t now)
 			uint64_t b = f->last.bytes - f->win_bytes0;
 			uint64_t cb = (f->last.chunks - f->win_chunks0) * (uint64_t)c->chunk_bytes;
 			double bound = (double)(f->last.token_wait_ns - f->win_wait0) / (double)dt;
+			double queued = (double)(uint32_t)(f->last.queued_us - f->win_queued0) *
+					1e3 / (double)dt;
 
 			f->meas_bps = (uint64_t)((double)(cb > b ? cb : b) * 8e9 / (double)dt);
 			f->meas_ops = (uint64_t)((double)(f->last.ops - f->win_ops0) * 1e9 /
 						 (double)dt);
-			/* (the shim's word, untrusted: a fraction of the window) */
+			/* (the shim's word, untrusted: fractions of the window) */
 			f->meas_bound = bound < 1 ? bound : 1;
+			f->meas_queued = queued < 1 ? queued : 1;
 		} else {
 			f->meas_bps = f->meas_ops = 0;
-			f->meas_bound = 0;
+			f->meas_bound = f->meas_queued = 0;
 		}
 		f->win_bytes0 = f->last.bytes;
 		f->win_ops0 = f->last.ops;
 		f->win_chunks0 = f->last.chunks;
 		f->win_wait0 = f->last.token_wait_ns;
+		f->win_queued0 = f->last.queued_us;
 	}
 	c->win_t0_ns = now;
 	return true;
@@ -152,6 +156,8 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 			.granted = entered ? 0 : granted_bps(c, f) / cb,
 			.used = used_bps(c, f) / cb,
 			.bound = f->meas_bound,
+			/* (a throughput flow's batches are queued by design) */
+			.queued = f->cls == FLOW_CLASS_BANDWIDTH ? f->meas_queued : 0,
 			.satisfied = f->share_sat,
 			.fill = f->share_fill,
 			.sat_bps = f->share_sat_bps,
@@ -179,10 +185,12 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 		int at = 0;
 
 		share_update(&c->share, sf, k);
-		/* per flow: used/granted, bound, satisfied, not lending, new fraction */
+		/* per flow: used/granted, bound, queued, satisfied, not lending,
+		 * new fraction */
 		for (size_t j = 0; j < k && at >= 0 && (size_t)at < sizeof(line); j++)
-			at += snprintf(line + at, sizeof(line) - (size_t)at, " %.2f/%.2f b%.2f%s%s>%.2f",
-				       sf[j].used, sf[j].granted, sf[j].bound,
+			at += snprintf(line + at, sizeof(line) - (size_t)at,
+				       " %.2f/%.2f b%.2f q%.2f%s%s>%.2f", sf[j].used, sf[j].granted,
+				       sf[j].bound, sf[j].queued,
 				       sf[j].satisfied ? "s" : "", sf[j].no_lend ? "n" : "", sf[j].frac);
 		log_debug(LOG_SS_CTRL, "share window: C %llu -> %llu bit/s;%s",
 			  (unsigned long long)c_old, (unsigned long long)c->share.c_bps, line);

@@ -50,8 +50,10 @@ struct flow {
 	/* pace mode SHARE (controller.c, share.h): the last window */
 	uint64_t win_bytes0, win_ops0;  /* counters at the window's start */
 	uint64_t win_chunks0, win_wait0;
+	uint32_t win_queued0;
 	uint64_t meas_bps, meas_ops;    /* achieved over the last window */
 	double meas_bound;              /* share of it spent waiting for tokens */
+	double meas_queued;             /* ... with its work queued (share.h) */
 	bool share_sat;                 /* judged limited by itself (share.h) */
 	double share_fill;              /* its fill, averaged (share.h) */
 	double share_sat_bps;           /* its use when judged satisfied (share.h) */

@@ -25,12 +25,14 @@ static bool bound(const struct share_flow *f)
 	return f->fill >= SHARE_BINDING || f->bound >= SHARE_BOUND;
 }
 
-/* Limited by itself (share.h): not held back by its grant, it used well
- * below it, and either was judged so already or is judged now, on a link
- * that had room. */
+/* Limited by itself (share.h): not held back by its grant, nor by the
+ * NIC (its work was not queued all the time), it used well below its grant,
+ * and either was judged so already or is judged now, on a link that had
+ * room. */
 static bool satisfied(const struct share_flow *f, bool judge)
 {
-	if (f->no_lend || bound(f) || !(f->granted > 0 && f->fill < SHARE_SATISFIED))
+	if (f->no_lend || bound(f) || f->queued >= SHARE_QUEUED ||
+	    !(f->granted > 0 && f->fill < SHARE_SATISFIED))
 		return false;
 	return f->satisfied || judge;
 }

@@ -26,7 +26,15 @@
  *    more than its fair share), and what it leaves goes to the others
  *    (work conservation).  On a full link a flow using little may just
  *    be losing the NIC's arbitration (1 MiB WQEs against 64 KiB ones):
- *    it is not judged then;
+ *    it is not judged then.  Nor is a flow whose work was queued (in the
+ *    shim's backlog or the NIC's send queue: jst_flow_stats.queued_us)
+ *    SHARE_QUEUED of the window: it would have moved more, and what it
+ *    moved is the NIC's split, whatever C says (a C far above the link,
+ *    after a probe or at the start, made the link look roomy: both of two
+ *    greedy flows used under SHARE_SATISFIED of their grants, were judged
+ *    limited by themselves, and the NIC's split stood).  The caller says
+ *    it of bandwidth flows only: a throughput flow's batches are queued by
+ *    design, one per round trip;
  *  - a flow judged satisfied whose use then falls below SHARE_LENT_DROP of
  *    what it used when judged was not limited by itself but by the
  *    others' share: batches of small messages (a throughput flow) move
@@ -78,6 +86,8 @@
                                         * this of what it used when judged ... */
 #define SHARE_NO_LEND 16               /* ... keeps its fair share this many
                                         * windows */
+#define SHARE_QUEUED 0.9              /* work queued this much of a window:
+                                        * not limited by itself */
 #define SHARE_HEADROOM 1.5             /* a satisfied flow's room to grow */
 #define SHARE_MIN_BPS 1000000ull       /* C never drops below 1 Mbit/s */
 #define SHARE_START_BPS 400000000000ull /* nothing known: 400 Gbit/s */
@@ -88,6 +98,7 @@ struct share_flow {
 	double granted;         /* fraction of C granted last window (0: new) */
 	double used;            /* fraction of C it used last window */
 	double bound;           /* fraction of the window it waited for tokens */
+	double queued;          /* ... its work was queued (shim or NIC) */
 	/* in and out: kept by the caller from one window to the next */
 	bool satisfied;         /* judged limited by itself */
 	double fill;            /* used / granted, averaged while C stays */

@@ -192,5 +192,12 @@ int shm_read_counters(const struct jst_flow_stats *st, const struct shm_counters
 				      prev->tokens_bytes, max_bytes, &bad);
 	out->token_wait_ns = plausible(atomic_load_explicit(&st->token_wait_ns, RELAXED),
 				       prev->token_wait_ns, max_wait, &bad);
+	out->queued_us = atomic_load_explicit(&st->queued_us, RELAXED);
+	/* (a count of one QP's time, wrapping: one flow, one clock) */
+	if ((uint32_t)(out->queued_us - prev->queued_us) >
+	    dt_ns / 1000 + SHM_SLACK_S * 1000000ull) {
+		bad = 1;
+		out->queued_us = prev->queued_us;
+	}
 	return bad;
 }

@@ -49,6 +49,8 @@ void shm_slot_set_rates(struct jst_flow_ctl *slot, uint64_t rate_bps, uint64_t o
 #define SHM_SLACK_S 1ull
 struct shm_counters {
 	uint64_t bytes, ops, chunks, tokens_bytes, token_wait_ns;
+	uint32_t queued_us;  /* modulo 2^32: at most the time between two reads
+			      * (plus SHM_SLACK_S) more */
 };
 int shm_read_counters(const struct jst_flow_stats *st, const struct shm_counters *prev,
 		      struct shm_counters *out, uint64_t dt_ns);

@@ -335,7 +335,21 @@ uint64_t drain_locked(struct shim_qp *q, uint64_t now)
 	q->tw_start = 0;
 	due = drain_backlog_locked(q, now);
 	q->tw_since = q->tw_start < q->tw_due ? q->tw_start : 0;
+	drain_queued_locked(q, now);
 	return due;
+}
+
+void drain_queued_locked(struct shim_qp *q, uint64_t now)
+{
+	struct jst_flow_stats *st = atomic_load_explicit(&q->shm_stats, memory_order_acquire);
+	uint64_t us;
+
+	shim_sq_queued(&q->sq, now, q->bl_head != NULL);
+	us = q->sq.queued_ns / 1000;
+	if (st && us != q->sq.queued_pub_us)
+		atomic_fetch_add_explicit(&st->queued_us, (uint32_t)(us - q->sq.queued_pub_us),
+					  memory_order_relaxed);
+	q->sq.queued_pub_us = us;
 }
 
 /* Reap, post what the tokens allow, and say when the next token is due (as

@@ -18,6 +18,9 @@ uint64_t drain_locked(struct shim_qp *q, uint64_t now);
 /* Reap split completions, drain, and arm the split CQ when the next step
  * is not a token due soon; returns as drain_locked(). */
 uint64_t drain_service_locked(struct shim_qp *q, uint64_t now);
+/* At @now its work is queued (in the backlog or the send queue) or not:
+ * publishes the time it was, jst_flow_stats.queued_us (sq.h). */
+void drain_queued_locked(struct shim_qp *q, uint64_t now);
 /* Whether @q takes the one-branch fast path (latency class, uncounted). */
 void drain_set_fast_locked(struct shim_qp *q);
 

@@ -197,12 +197,9 @@ int shim_ops_wc(struct ibv_context *ctx, struct ibv_wc *wc)
 
 	if (!q)
 		return 0;
-	if (!rx && shim_sq_known(&q->sq)) {
+	if (!rx && shim_sq_known(&q->sq))
 		/* an entry of its send queue is free again (sq.h) */
-		pthread_mutex_lock(&q->lock);
-		shim_sq_completed(&q->sq, wc->status == IBV_WC_SUCCESS);
-		pthread_mutex_unlock(&q->lock);
-	}
+		shim_pace_send_done(q, wc->status == IBV_WC_SUCCESS);
 	if (!rx && (wc->wr_id & 1) && q->split.qp && shim_pace_barrier_done(q, wc))
 		return 1;
 	if (!rx && wc->wr_id == shim_pace_window_tag(q) && shim_pace_window_done(q, wc))

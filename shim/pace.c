@@ -104,6 +104,8 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 	 * the rest follows from the progress thread or the app's polling */
 	if (q->bl_head)
 		drain_locked(q, now);
+	else
+		drain_queued_locked(q, now);
 	pthread_mutex_unlock(&q->lock);
 	return rc;
 }
@@ -173,6 +175,17 @@ void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
 		nv = (v < floor ? floor : v) + cost;
 	} while (!atomic_compare_exchange_weak_explicit(&st->bucket_vtime_ns, &v, nv,
 							memory_order_acq_rel, memory_order_relaxed));
+}
+
+void shim_pace_send_done(struct shim_qp *q, int success)
+{
+	pthread_mutex_lock(&q->lock);
+	shim_sq_completed(&q->sq, success);
+	/* the flow's work is all done: no longer queued (a clock read only
+	 * then) */
+	if (q->sq.queued_since && !q->bl_head && !shim_sq_held(&q->sq))
+		drain_queued_locked(q, shim_now_ns());
+	pthread_mutex_unlock(&q->lock);
 }
 
 int shim_pace_barrier_done(struct shim_qp *q, const struct ibv_wc *wc)

@@ -28,6 +28,10 @@ static inline void shim_pace_posted_direct(struct shim_qp *q)
 	if (q->split.qp)
 		atomic_store_explicit(&q->ord_dirty, 1, memory_order_relaxed);
 }
+/* From the application's ibv_poll_cq: a send completion of @q, whose send
+ * queue is counted (sq.h): an entry is free again, and when nothing is left
+ * the flow's work is no longer queued. */
+void shim_pace_send_done(struct shim_qp *q, int success);
 /* From the application's ibv_poll_cq: @wc (on @q's send queue) is the
  * completion of the shim's ordering barrier: it is not the application's,
  * drop it.  Returns 1 when it was. */

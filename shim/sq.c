@@ -33,6 +33,7 @@ int shim_sq_init(struct shim_sq *sq, uint32_t cap)
 	sq->cap = cap;
 	sq->posted = sq->done = 0;
 	sq->sig_head = sq->sig_n = 0;
+	sq->queued_since = 0;
 	if (cap)
 		set_empty(sq);
 	return cap && !sq->sig ? -ENOMEM : 0;
@@ -47,6 +48,7 @@ void shim_sq_reset(struct shim_sq *sq)
 {
 	sq->posted = sq->done = 0;
 	sq->sig_head = sq->sig_n = 0;
+	sq->queued_since = 0;
 	if (sq->cap)
 		set_empty(sq);
 }
@@ -85,4 +87,13 @@ void shim_sq_completed(struct shim_sq *sq, int success)
 	sq->done = sq->sig[sq->sig_head];
 	sq->sig_head = (sq->sig_head + 1) % sq->sig_size;
 	sq->sig_n--;
+}
+
+void shim_sq_queued(struct shim_sq *sq, uint64_t now, int backlog)
+{
+	int known = shim_sq_known(sq);
+
+	if (known && sq->queued_since && now > sq->queued_since)
+		sq->queued_ns += now - sq->queued_since;
+	sq->queued_since = known && (backlog || shim_sq_held(sq)) ? now : 0;
 }

@@ -42,6 +42,11 @@ struct shim_sq {
 	uint64_t done;         /* ... of which completed: their entries are free */
 	uint64_t *sig;         /* ring: the value of posted at each signaled WR */
 	uint32_t sig_size, sig_head, sig_n;
+	/* how long it held work, or its caller's backlog did (the flow was
+	 * backlogged: shim_sq_queued()) */
+	uint64_t queued_since; /* since then (0: idle, or not known) */
+	uint64_t queued_ns;    /* summed over the QP's life */
+	uint64_t queued_pub_us; /* ... of which published (drain_queued_locked()) */
 };
 
 /* @cap: the application's max_send_wr (0: unknown, never known).  Returns
@@ -71,6 +76,11 @@ static inline int shim_sq_known(const struct shim_sq *sq)
 void shim_sq_posted(struct shim_sq *sq, int signaled);
 /* A send completion of the QP was polled (@success: IBV_WC_SUCCESS). */
 void shim_sq_completed(struct shim_sq *sq, int success);
+/* At @now the queue holds work or the caller's backlog does (@backlog), or
+ * neither: adds the time since the last call during which one did to
+ * queued_ns.  Counted only while known (a period during which the count got
+ * lost is dropped). */
+void shim_sq_queued(struct shim_sq *sq, uint64_t now, int backlog);
 /* Entries the provider holds (valid while known). */
 static inline uint64_t shim_sq_held(const struct shim_sq *sq)
 {

@@ -281,3 +281,8 @@ uint64_t sim_flow_token_wait(const struct sim_flow *f, uint64_t now)
 {
 	return f->st ? atomic_load_explicit(&f->st->token_wait_ns, memory_order_relaxed) : 0;
 }
+
+uint32_t sim_flow_queued_us(const struct sim_flow *f)
+{
+	return f->st ? atomic_load_explicit(&f->st->queued_us, memory_order_relaxed) : 0;
+}

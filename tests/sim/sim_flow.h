@@ -96,6 +96,8 @@ bool sim_flow_grant(struct sim_flow *f, uint64_t rate_bps, uint64_t ops_per_s, u
 bool sim_flow_active(const struct sim_flow *f);
 /* ns it waited for tokens until @now (the shim's token_wait_ns). */
 uint64_t sim_flow_token_wait(const struct sim_flow *f, uint64_t now);
+/* us its work was queued (the shim's queued_us, modulo 2^32). */
+uint32_t sim_flow_queued_us(const struct sim_flow *f);
 /* Forget results so far; measure from now. */
 void sim_flow_measure(struct sim_flow *f, uint64_t now);
 

@@ -20,6 +20,8 @@ void sim_share_init(struct sim_share *s, uint32_t n, int min_mode, uint64_t max_
 	s->o0 = sim_zalloc((n + 1) * sizeof(*s->o0));
 	s->w0 = sim_zalloc((n + 1) * sizeof(*s->w0));
 	s->meas_bound = sim_zalloc((n + 1) * sizeof(*s->meas_bound));
+	s->q0 = sim_zalloc((n + 1) * sizeof(*s->q0));
+	s->meas_queued = sim_zalloc((n + 1) * sizeof(*s->meas_queued));
 	s->meas_bps = sim_zalloc((n + 1) * sizeof(*s->meas_bps));
 	s->meas_ops = sim_zalloc((n + 1) * sizeof(*s->meas_ops));
 	s->sat = sim_zalloc((n + 1) * sizeof(*s->sat));
@@ -35,6 +37,8 @@ void sim_share_fini(struct sim_share *s)
 	free(s->o0);
 	free(s->w0);
 	free(s->meas_bound);
+	free(s->q0);
+	free(s->meas_queued);
 	free(s->meas_bps);
 	free(s->meas_ops);
 	free(s->sat);
@@ -58,9 +62,13 @@ static bool measure_window(struct sim_share *s, struct sim_flow **fl, uint32_t n
 		return false;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t w = sim_flow_token_wait(fl[i], now);
+		uint32_t q = sim_flow_queued_us(fl[i]);
 
 		if (s->win_t0) {
+			double queued = (double)(uint32_t)(q - s->q0[i]) * 1e3 / (double)dt;
+
 			s->meas_bound[i] = (double)(w - s->w0[i]) / (double)dt;
+			s->meas_queued[i] = queued < 1 ? queued : 1;
 			s->meas_bps[i] = (uint64_t)((double)(fl[i]->tot_bytes - s->b0[i]) * 8e9 /
 						    (double)dt);
 			s->meas_ops[i] = (uint64_t)((double)(fl[i]->tot_msgs - s->o0[i]) * 1e9 /
@@ -69,6 +77,7 @@ static bool measure_window(struct sim_share *s, struct sim_flow **fl, uint32_t n
 		s->b0[i] = fl[i]->tot_bytes;
 		s->o0[i] = fl[i]->tot_msgs;
 		s->w0[i] = w;
+		s->q0[i] = q;
 	}
 	s->win_t0 = now;
 	return true;
@@ -141,6 +150,7 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 			.granted = entered ? 0 : granted_bps(s, fl[i], cls[i]) / cb,
 			.used = used_bps(s, cls[i], i) / cb,
 			.bound = s->meas_bound[i],
+			.queued = cls[i] == FLOW_CLASS_BANDWIDTH ? s->meas_queued[i] : 0,
 			.satisfied = s->sat[i],
 			.fill = s->fill[i],
 			.sat_bps = s->sat_bps[i],

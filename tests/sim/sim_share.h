@@ -27,6 +27,8 @@ struct sim_share {
 	uint64_t win_t0;
 	uint64_t *b0, *o0, *w0, *meas_bps, *meas_ops;
 	double *meas_bound;         /* share of the window spent waiting for tokens */
+	uint32_t *q0;               /* the shim's queued_us at the window's start */
+	double *meas_queued;        /* ... with its work queued */
 	bool *sat;                     /* share_flow.satisfied, kept per flow */
 	double *fill;                  /* share_flow.fill, the same */
 	double *sat_bps;               /* share_flow.sat_bps, the same */

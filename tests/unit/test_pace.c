@@ -108,6 +108,32 @@ static void send_queue_counts_what_the_provider_holds(void **state)
 	assert_int_equal(provider_count(), 11);
 }
 
+/* The time the flow's work was queued reaches the daemon's counter
+ * (jst_flow_stats.queued_us): from the post until the completion that
+ * leaves nothing held, and not the idle time after it. */
+static void queued_time_reaches_the_daemon(void **state)
+{
+	struct timespec ms2 = { 0, 2000000 };
+	uint32_t us;
+
+	atomic_store(&gseg.slot[0].rate_bps, 8000000000000ull); /* tokens never lack */
+	assert_int_equal(atomic_load(&cseg.st[0].queued_us), 0);
+	assert_int_equal(post_write_rc(10, 100), 0);
+	assert_int_equal(post_write_rc(11, 100), 0);
+	nanosleep(&ms2, NULL);
+	assert_int_equal(complete_app(1), 1);
+	/* one is still held: still queued, not yet published in full */
+	nanosleep(&ms2, NULL);
+	assert_int_equal(complete_app(1), 1);
+	us = atomic_load(&cseg.st[0].queued_us);
+	assert_true(us >= 4000);
+	/* idle: nothing more is counted */
+	nanosleep(&ms2, NULL);
+	assert_int_equal(post_write_rc(12, 100), 0);
+	assert_true(atomic_load(&cseg.st[0].queued_us) - us < 2000);
+	assert_int_equal(complete_app(1), 1);
+}
+
 /* Pace mode off (no PACE, no SPLIT, no rate): the QP posts directly, but
  * keeps at most the window in flight; the rest waits until the tags'
  * completions come back through the application's poll, which does not
@@ -165,6 +191,7 @@ int main(void)
 		FAKEPROV_TEST(inline_data_is_copied),
 		FAKEPROV_TEST(off_mode_window_bounds_what_is_in_flight),
 		FAKEPROV_TEST(send_queue_counts_what_the_provider_holds),
+		FAKEPROV_TEST(queued_time_reaches_the_daemon),
 	};
 
 	return fakeprov_run_tests(tests);

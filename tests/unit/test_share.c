@@ -89,6 +89,9 @@ static uint64_t run(const struct link *l, size_t n, const uint32_t *w, uint64_t 
 			/* its work waits for tokens when it wants more than its
 			 * grant and got it: the link had room for the offers */
 			f[i].bound = l->demand[i] > grant[i] && got[i] >= grant[i] * (1 - 1e-9);
+			/* and it is queued (in the shim or the NIC) whenever it
+			 * wants more than it got */
+			f[i].queued = l->demand[i] > got[i] * (1 + 1e-9);
 		}
 		share_update(&st, f, n);
 		/* the grants commit C, plus the headroom of satisfied flows */
@@ -129,6 +132,25 @@ static void greedy_flows_share_fairly(void **state)
 	(void)state;
 	run_avg(&l, 2, NULL, (uint64_t)(300 * M), avg);
 	print_message("greedy: %.1f + %.1f Mbit/s of %.0f\n", avg[0] / M, avg[1] / M, l.x / M);
+	assert_true(fabs(avg[0] - avg[1]) <= 0.05 * (avg[0] > avg[1] ? avg[0] : avg[1]));
+	assert_true(avg[0] + avg[1] >= 0.95 * l.x);
+}
+
+/* C far above the link (a probe that overshot, or a start at MaxRate on a
+ * slower link): both flows use well below their grants, on a link that
+ * seems to have room, and the NIC splits it 3:1.  Their work is queued all
+ * the time: neither is limited by itself, so C comes down and the grants
+ * decide the split.  (Judged by their fills alone both looked satisfied,
+ * each was granted what it used plus the headroom, and the NIC's split
+ * stayed: 225 + 75 Mbit/s.) */
+static void overshoot_is_not_satisfaction(void **state)
+{
+	struct link l = { .x = 300 * M, .demand = { INFINITY, INFINITY }, .bias = { 3, 1 } };
+	double avg[NF];
+
+	(void)state;
+	run_avg(&l, 2, NULL, (uint64_t)(900 * M), avg);
+	print_message("overshoot: %.1f + %.1f Mbit/s of %.0f\n", avg[0] / M, avg[1] / M, l.x / M);
 	assert_true(fabs(avg[0] - avg[1]) <= 0.05 * (avg[0] > avg[1] ? avg[0] : avg[1]));
 	assert_true(avg[0] + avg[1] >= 0.95 * l.x);
 }
@@ -369,6 +391,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(update_by_hand),
 		cmocka_unit_test(greedy_flows_share_fairly),
+		cmocka_unit_test(overshoot_is_not_satisfaction),
 		cmocka_unit_test(low_estimate_climbs_to_the_link),
 		cmocka_unit_test(unused_share_goes_to_the_others),
 		cmocka_unit_test(weights_are_respected),

@@ -139,6 +139,28 @@ static void counters_never_go_backwards(void **state)
 	assert_int_equal(shm_read_counters(&st, &prev, &out, 10000000), 1);
 }
 
+/* The time a flow's work was queued (minor 4) is a 32-bit count of us that
+ * wraps: it may grow by the time between two reads (plus the slack) across
+ * the wrap, never by more. */
+static void queued_time_wraps_but_never_outruns_the_clock(void **state)
+{
+	struct jst_flow_stats st;
+	struct shm_counters prev = { .queued_us = UINT32_MAX - 10 }, out;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	atomic_store(&st.queued_us, 500);  /* 511 us later, across the wrap */
+	assert_int_equal(shm_read_counters(&st, &prev, &out, 1000000), 0);
+	assert_int_equal(out.queued_us, 500);
+	/* more than 1 ms + 1 s of slack in 1 ms: scribbled, kept */
+	atomic_store(&st.queued_us, (uint32_t)(UINT32_MAX - 10 + 1001000 + 2));
+	assert_int_equal(shm_read_counters(&st, &prev, &out, 1000000), 1);
+	assert_int_equal(out.queued_us, UINT32_MAX - 10);
+	/* backwards is a huge step forwards modulo 2^32: scribbled too */
+	atomic_store(&st.queued_us, UINT32_MAX - 20);
+	assert_int_equal(shm_read_counters(&st, &prev, &out, 1000000), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +168,7 @@ int main(void)
 		cmocka_unit_test(headers_describe_the_layout),
 		cmocka_unit_test(slots_publish_under_an_even_seq),
 		cmocka_unit_test(counters_never_go_backwards),
+		cmocka_unit_test(queued_time_wraps_but_never_outruns_the_clock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,6 +72,45 @@ static void error_and_bypass_are_unknown_until_reset(void **state)
 	free(sq.sig);
 }
 
+/* The time it held work, or its caller's backlog did: from the call that
+ * found some to the call that found none, summed; a period during which
+ * the count got lost is dropped. */
+static void queued_time_is_summed_while_known(void **state)
+{
+	struct shim_sq sq = { 0 };
+
+	(void)state;
+	assert_int_equal(shim_sq_init(&sq, 8), 0);
+	shim_sq_queued(&sq, 100, 0);      /* idle */
+	shim_sq_posted(&sq, 1);
+	shim_sq_queued(&sq, 1000, 0);     /* the post: queued from now */
+	shim_sq_queued(&sq, 1500, 0);     /* still: 500 so far */
+	assert_int_equal(sq.queued_ns, 500);
+	shim_sq_completed(&sq, 1);
+	shim_sq_queued(&sq, 3000, 0);     /* done: 2000 in all */
+	assert_int_equal(sq.queued_ns, 2000);
+	shim_sq_queued(&sq, 5000, 0);     /* idle time is not counted */
+	assert_int_equal(sq.queued_ns, 2000);
+	shim_sq_queued(&sq, 6000, 1);     /* the backlog holds work */
+	shim_sq_queued(&sq, 6500, 0);
+	assert_int_equal(sq.queued_ns, 2500);
+	/* lost meanwhile: that period is dropped, and none is counted */
+	shim_sq_posted(&sq, 1);
+	shim_sq_queued(&sq, 7000, 0);
+	shim_sq_lost(&sq);
+	shim_sq_queued(&sq, 9000, 1);
+	shim_sq_queued(&sq, 9500, 1);
+	assert_int_equal(sq.queued_ns, 2500);
+	assert_int_equal(sq.queued_since, 0);
+	/* a RESET counts again */
+	shim_sq_reset(&sq);
+	shim_sq_queued(&sq, 10000, 1);
+	shim_sq_queued(&sq, 10400, 0);
+	assert_int_equal(sq.queued_ns, 2900);
+	shim_sq_fini(&sq);
+	free(sq.sig);
+}
+
 static void unknown_size_is_never_known(void **state)
 {
 	struct shim_sq sq = { 0 };
@@ -99,6 +138,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(signaled_completion_frees_what_came_before),
 		cmocka_unit_test(error_and_bypass_are_unknown_until_reset),
+		cmocka_unit_test(queued_time_is_summed_while_known),
 		cmocka_unit_test(unknown_size_is_never_known),
 	};
 
