@@ -156,8 +156,8 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 			.granted = entered ? 0 : granted_bps(c, f) / cb,
 			.used = used_bps(c, f) / cb,
 			.bound = f->meas_bound,
-			/* (a throughput flow's batches are queued by design) */
-			.queued = f->cls == FLOW_CLASS_BANDWIDTH ? f->meas_queued : 0,
+			.queued = f->meas_queued,
+			.batches = f->cls == FLOW_CLASS_THROUGHPUT,
 			.satisfied = f->share_sat,
 			.fill = f->share_fill,
 			.sat_bps = f->share_sat_bps,

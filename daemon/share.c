@@ -31,7 +31,7 @@ static bool bound(const struct share_flow *f)
  * room. */
 static bool satisfied(const struct share_flow *f, bool judge)
 {
-	if (f->no_lend || bound(f) || f->queued >= SHARE_QUEUED ||
+	if (f->no_lend || bound(f) || (!f->batches && f->queued >= SHARE_QUEUED) ||
 	    !(f->granted > 0 && f->fill < SHARE_SATISFIED))
 		return false;
 	return f->satisfied || judge;
@@ -100,6 +100,13 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 			hurt = true;
 			continue;
 		}
+		if (!f[i].batches && !bound(&f[i]) && f[i].queued < SHARE_QUEUED)
+			/* below its grant with its work not queued all the
+			 * window: the application held it back this window
+			 * (on a software NIC the host's scheduler starves a
+			 * process for a while), not the link: it says
+			 * nothing of C */
+			continue;
 		/* every one: a flow the NIC favours fills its grant while the
 		 * others starve, and only theirs say the link is full */
 		hungry = true;

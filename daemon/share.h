@@ -32,9 +32,9 @@
  *    moved is the NIC's split, whatever C says (a C far above the link,
  *    after a probe or at the start, made the link look roomy: both of two
  *    greedy flows used under SHARE_SATISFIED of their grants, were judged
- *    limited by themselves, and the NIC's split stood).  The caller says
- *    it of bandwidth flows only: a throughput flow's batches are queued by
- *    design, one per round trip;
+ *    limited by themselves, and the NIC's split stood).  Not said of a
+ *    throughput flow: its batches are queued by design, one per round
+ *    trip;
  *  - a flow judged satisfied whose use then falls below SHARE_LENT_DROP of
  *    what it used when judged was not limited by itself but by the
  *    others' share: batches of small messages (a throughput flow) move
@@ -48,6 +48,11 @@
  *  - when the other flows are all held back by their grants, the link may
  *    carry more: after SHARE_HOLD windows C probes upwards (SHARE_PROBE,
  *    then faster while the flows keep absorbing it);
+ *  - a bandwidth flow below its grant whose work was not queued
+ *    SHARE_QUEUED of the window was held back by its application this
+ *    window (on Soft-RoCE the guest's scheduler starves one process for a
+ *    while: one such window cut C by a quarter, and C ratcheted down to
+ *    half the link): it says nothing of C;
  *  - when they are not (a probe the link could not carry, or the link got
  *    slower: their work waits in the NIC's queue, not for tokens), C comes
  *    down to what the flows really moved, never more, so that the grants,
@@ -99,6 +104,8 @@ struct share_flow {
 	double used;            /* fraction of C it used last window */
 	double bound;           /* fraction of the window it waited for tokens */
 	double queued;          /* ... its work was queued (shim or NIC) */
+	bool batches;           /* a throughput flow: its work is queued by
+				 * design (a batch per round trip) */
 	/* in and out: kept by the caller from one window to the next */
 	bool satisfied;         /* judged limited by itself */
 	double fill;            /* used / granted, averaged while C stays */

@@ -249,8 +249,8 @@ static void update_by_hand(void **state)
 {
 	struct share_flow f[3] = {
 		{ .weight = 1, .granted = 0.5, .used = 0.1 },  /* satisfied: 0.15 */
-		{ .weight = 1, .granted = 0.25, .used = 0.25, .bound = 0.9 },
-		{ .weight = 1, .granted = 0.25, .used = 0.2, .bound = 0.6 },
+		{ .weight = 1, .granted = 0.25, .used = 0.25, .bound = 0.9, .queued = 1 },
+		{ .weight = 1, .granted = 0.25, .used = 0.2, .bound = 0.6, .queued = 1 },
 	};
 	struct share_state st = { .c_bps = 1000000000ull };
 
@@ -297,8 +297,8 @@ static void update_by_hand(void **state)
 	assert_false(f[0].satisfied);
 	/* not bound, moved a little less than C: C comes down by at most
 	 * SHARE_DECAY */
-	f[0] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.3 };
-	f[1] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.3 };
+	f[0] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.3, .queued = 1 };
+	f[1] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.3, .queued = 1 };
 	st.probing = true; /* judged by nobody: a failed probe */
 	st.c_bps = 1000000000ull;
 	share_update(&st, f, 2);
@@ -309,11 +309,28 @@ static void update_by_hand(void **state)
 	share_update(&st, f, 2);
 	assert_int_equal(st.c_bps, (uint64_t)(1e9 * SHARE_DECAY * 0.2));
 	/* hungry flows that moved nothing (the link stalled): the floor */
-	f[0] = (struct share_flow){ .weight = 1, .granted = 1, .used = 0 };
-	f[1] = (struct share_flow){ .weight = 1, .granted = 0.001, .used = 0 };
+	f[0] = (struct share_flow){ .weight = 1, .granted = 1, .used = 0, .queued = 1 };
+	f[1] = (struct share_flow){ .weight = 1, .granted = 0.001, .used = 0, .queued = 1 };
 	st.probing = true;
 	share_update(&st, f, 2);
 	assert_int_equal(st.c_bps, SHARE_MIN_BPS);
+	/* below its grant, its work not queued all the window: its
+	 * application held it back, it says nothing of C; the other fills
+	 * its grant and (after the hold) C probes */
+	f[0] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.425, .queued = 0.6 };
+	f[1] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.5, .queued = 1 };
+	st = (struct share_state){ .c_bps = 1000000000ull };
+	share_update(&st, f, 2);
+	assert_true(st.probing);
+	assert_int_equal(st.c_bps, 1100000000ull);
+	/* the same with its work queued all the window: the link held it
+	 * back, C comes down */
+	f[0] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.425, .queued = 1 };
+	f[1] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.5, .queued = 1 };
+	st = (struct share_state){ .c_bps = 1000000000ull };
+	share_update(&st, f, 2);
+	assert_false(st.probing);
+	assert_true(st.c_bps < 1000000000ull);
 }
 
 /* A window's count of a few large messages says 75-150% of the grant, at
@@ -338,6 +355,7 @@ static void noisy_counts_do_not_ratchet_down(void **state)
 				f[i].granted = f[i].frac;
 				f[i].used = noise[(2 * k + i) % 16] * f[i].frac / 0.5;
 				f[i].bound = b ? 0.9 : 0.2;
+				f[i].queued = 1;
 			}
 			share_update(&st, f, 2);
 			assert_true(st.c_bps >= 200000000ull);
@@ -359,7 +377,7 @@ static void noisy_counts_do_not_ratchet_down(void **state)
 static void lending_that_hurts_stops(void **state)
 {
 	const double x = 200 * M, d0 = 20 * M;
-	struct share_flow f[2] = { { .weight = 1 }, { .weight = 1 } };
+	struct share_flow f[2] = { { .weight = 1, .batches = true }, { .weight = 1, .queued = 1 } };
 	struct share_state st;
 	double other = x / 2, sum0 = 0;
 
