@@ -25,6 +25,18 @@ static bool bound(const struct share_flow *f)
 	return f->fill >= SHARE_BINDING || f->bound >= SHARE_BOUND;
 }
 
+/* Below its grant this window, but neither its grant nor the link held
+ * it back (share.h): a bandwidth flow whose work was not queued all the
+ * window (its application), or a throughput flow near its grant without
+ * waiting for tokens (its round trip: a batch at a time).  It says nothing
+ * of C. */
+static bool says_nothing(const struct share_flow *f)
+{
+	if (bound(f))
+		return false;
+	return f->batches ? f->fill >= SHARE_SATISFIED : f->queued < SHARE_QUEUED;
+}
+
 /* Limited by itself (share.h): not held back by its grant, nor by the
  * NIC (its work was not queued all the time), it used well below its grant,
  * and either was judged so already or is judged now, on a link that had
@@ -100,12 +112,7 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 			hurt = true;
 			continue;
 		}
-		if (!f[i].batches && !bound(&f[i]) && f[i].queued < SHARE_QUEUED)
-			/* below its grant with its work not queued all the
-			 * window: the application held it back this window
-			 * (on a software NIC the host's scheduler starves a
-			 * process for a while), not the link: it says
-			 * nothing of C */
+		if (says_nothing(&f[i]))
 			continue;
 		/* every one: a flow the NIC favours fills its grant while the
 		 * others starve, and only theirs say the link is full */

@@ -52,7 +52,15 @@
  *    SHARE_QUEUED of the window was held back by its application this
  *    window (on Soft-RoCE the guest's scheduler starves one process for a
  *    while: one such window cut C by a quarter, and C ratcheted down to
- *    half the link): it says nothing of C;
+ *    half the link): it says nothing of C.  Nor does a throughput flow
+ *    that filled SHARE_SATISFIED (not SHARE_BINDING) of its grant without
+ *    waiting for tokens: a batch per round trip, its round trip held it
+ *    (on Soft-RoCE a 64 B flow filled 85-95% of its grant, each window
+ *    under 90% cut C, and C fell from MaxRate to two thirds of it while
+ *    the link carried 1.4 MaxRate of the two flows' mix).  C then probes
+ *    while the others are bound, until the batches fill less than
+ *    SHARE_SATISFIED (the others' queue in the NIC stretches their round
+ *    trip) or the others no longer fill theirs;
  *  - when they are not (a probe the link could not carry, or the link got
  *    slower: their work waits in the NIC's queue, not for tokens), C comes
  *    down to what the flows really moved, never more, so that the grants,

@@ -324,6 +324,17 @@ static void update_by_hand(void **state)
 	share_update(&st, f, 2);
 	assert_true(st.probing);
 	assert_int_equal(st.c_bps, 1100000000ull);
+	/* batches (a throughput flow) at 85% of their grant without waiting
+	 * for tokens: their round trip held them, C probes; at 60% in a probe
+	 * the link (the other's queue in the NIC) did, C comes down */
+	for (int k = 0; k < 2; k++) {
+		f[0] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = k ? 0.3 : 0.425,
+					    .bound = 0.1, .queued = 1, .batches = true };
+		f[1] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.5, .queued = 1 };
+		st = (struct share_state){ .c_bps = 1000000000ull, .probing = k };
+		share_update(&st, f, 2);
+		assert_true(k ? st.c_bps < 1000000000ull : st.c_bps == 1100000000ull);
+	}
 	/* the same with its work queued all the window: the link held it
 	 * back, C comes down */
 	f[0] = (struct share_flow){ .weight = 1, .granted = 0.5, .used = 0.425, .queued = 1 };
