@@ -70,15 +70,14 @@ bool ctrlshare_measure_window(struct ctrl *c, size_t n, uint64_t now)
 			uint64_t b = f->last.bytes - f->win_bytes0;
 			uint64_t cb = (f->last.chunks - f->win_chunks0) * (uint64_t)c->chunk_bytes;
 			double bound = (double)(f->last.token_wait_ns - f->win_wait0) / (double)dt;
-			double queued = (double)(uint32_t)(f->last.queued_us - f->win_queued0) *
-					1e3 / (double)dt;
 
 			f->meas_bps = (uint64_t)((double)(cb > b ? cb : b) * 8e9 / (double)dt);
 			f->meas_ops = (uint64_t)((double)(f->last.ops - f->win_ops0) * 1e9 /
 						 (double)dt);
 			/* (the shim's word, untrusted: fractions of the window) */
 			f->meas_bound = bound < 1 ? bound : 1;
-			f->meas_queued = queued < 1 ? queued : 1;
+			f->meas_queued = share_queued_fraction(f->last.queued_us, f->win_queued0,
+							       dt);
 		} else {
 			f->meas_bps = f->meas_ops = 0;
 			f->meas_bound = f->meas_queued = 0;

@@ -56,6 +56,13 @@ static uint64_t clamp_bps(double c)
 	return c > 1.8e19 ? UINT64_MAX : (uint64_t)c;
 }
 
+double share_queued_fraction(uint32_t end_us, uint32_t start_us, uint64_t dt_ns)
+{
+	double q = dt_ns ? (double)(uint32_t)(end_us - start_us) * 1e3 / (double)dt_ns : 0;
+
+	return q < 1 ? q : 1;
+}
+
 void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, size_t n)
 {
 	st->c_bps = clamp_bps((double)c_bps);

@@ -69,9 +69,9 @@
  *    moved less than SHARE_FAR of C: C was far above the link, at the
  *    start, say): a window counts a few large messages, and one counted
  *    short must not cost the link its rate (C ratcheting down below the
- *    link while every flow waits for tokens).  Uses measured during a probe the link could not
- *    carry are the NIC's split, not the flows' demand: nobody is judged
- *    satisfied from them.
+ *    link while every flow waits for tokens).  Uses measured during a
+ *    probe the link could not carry are the NIC's split, not the flows'
+ *    demand: nobody is judged satisfied from them.
  *
  * Pure functions, no I/O, unit-tested in tests/unit/test_share.c. */
 #ifndef JUSTITIAD_SHARE_H
@@ -99,7 +99,7 @@
                                         * this of what it used when judged ... */
 #define SHARE_NO_LEND 16               /* ... keeps its fair share this many
                                         * windows */
-#define SHARE_QUEUED 0.9              /* work queued this much of a window:
+#define SHARE_QUEUED 0.9               /* work queued this much of a window:
                                         * not limited by itself */
 #define SHARE_HEADROOM 1.5             /* a satisfied flow's room to grow */
 #define SHARE_MIN_BPS 1000000ull       /* C never drops below 1 Mbit/s */
@@ -130,6 +130,10 @@ struct share_state {
 	bool moved_c;           /* the last update changed C: fills start over */
 };
 
+/* The fraction of a window of @dt_ns during which a flow's work was queued,
+ * from the shim's queued_us (wrapping, untrusted) at its end and start: at
+ * most 1. */
+double share_queued_fraction(uint32_t end_us, uint32_t start_us, uint64_t dt_ns);
 /* Start from @c_bps (what the flows moved so far, or MaxRate). */
 void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, size_t n);
 /* A window ended with the flows' use of st->c_bps in @f: adapt C and set

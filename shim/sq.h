@@ -44,8 +44,8 @@ struct shim_sq {
 	uint32_t sig_size, sig_head, sig_n;
 	/* how long it held work, or its caller's backlog did (the flow was
 	 * backlogged: shim_sq_queued()) */
-	uint64_t queued_since; /* since then (0: idle, or not known) */
-	uint64_t queued_ns;    /* summed over the QP's life */
+	uint64_t queued_since;  /* since then (0: idle, or not known) */
+	uint64_t queued_ns;     /* summed over the QP's life */
 	uint64_t queued_pub_us; /* ... of which published (drain_queued_locked()) */
 };
 

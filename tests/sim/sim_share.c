@@ -65,10 +65,8 @@ static bool measure_window(struct sim_share *s, struct sim_flow **fl, uint32_t n
 		uint32_t q = sim_flow_queued_us(fl[i]);
 
 		if (s->win_t0) {
-			double queued = (double)(uint32_t)(q - s->q0[i]) * 1e3 / (double)dt;
-
 			s->meas_bound[i] = (double)(w - s->w0[i]) / (double)dt;
-			s->meas_queued[i] = queued < 1 ? queued : 1;
+			s->meas_queued[i] = share_queued_fraction(q, s->q0[i], dt);
 			s->meas_bps[i] = (uint64_t)((double)(fl[i]->tot_bytes - s->b0[i]) * 8e9 /
 						    (double)dt);
 			s->meas_ops[i] = (uint64_t)((double)(fl[i]->tot_msgs - s->o0[i]) * 1e9 /

@@ -416,10 +416,22 @@ static void lending_that_hurts_stops(void **state)
 	assert_true(sum0 >= 0.8 * 10 * M);
 }
 
+/* The shim's queued_us wraps at 2^32 us; a window's fraction is at most 1
+ * whatever the (untrusted) count says. */
+static void queued_fraction_wraps_and_clamps(void **state)
+{
+	(void)state;
+	assert_true(fabs(share_queued_fraction(100, UINT32_MAX - 99, 1000000) - 0.2) < 1e-9);
+	assert_true(share_queued_fraction(5000000, 0, 1000000) == 1);
+	assert_true(share_queued_fraction(10, 10, 1000000) == 0);
+	assert_true(share_queued_fraction(10, 0, 0) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(update_by_hand),
+		cmocka_unit_test(queued_fraction_wraps_and_clamps),
 		cmocka_unit_test(greedy_flows_share_fairly),
 		cmocka_unit_test(overshoot_is_not_satisfaction),
 		cmocka_unit_test(low_estimate_climbs_to_the_link),
