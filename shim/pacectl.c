@@ -371,17 +371,47 @@ void shim_pace_unwatch(struct shim_qp *q)
 
 /* ------------------------------------------------------------ mode changes */
 
-void shim_pace_update(struct shim_qp *q)
+/* Would shim_pace_update() leave @q as it is?  The progress thread asks
+ * every QP every TICK_NS, and a QP's lock is held by its application's
+ * posts across the provider's call (Soft-RoCE does its packet work in it):
+ * a tick waiting for the lock slept and woke at each of the application's
+ * posts until it got it, and each of those posts paid a futex wake (a
+ * lone 64 B ib_write_bw on Soft-RoCE, direct and windowed: the thread
+ * switched 7000-9000 times a second instead of 90, and the flow lost a
+ * fifth of its rate).  Only a latency QP's fast flag depends on state
+ * under the lock (its backlog); every other class's is 0. */
+static int mode_unchanged(struct shim_qp *q, int want, int win)
+{
+	return atomic_load_explicit(&q->cls, memory_order_relaxed) != JST_CLASS_LATENCY &&
+	       !atomic_load_explicit(&q->fast, memory_order_relaxed) &&
+	       atomic_load_explicit(&q->direct, memory_order_relaxed) == !want &&
+	       atomic_load_explicit(&q->win.on, memory_order_relaxed) == win;
+}
+
+/* What @q should be: paced (@want), or direct and windowed (@win: the
+ * daemon manages the flow, pace mode off), or direct and free. */
+static void decide_mode(struct shim_qp *q, int *want, int *win)
 {
 	const struct jst_flow_ctl *slot = managed_slot(q);
-	int want = wants_pacing(q, slot);
-	/* direct, but the daemon manages the flow (pace mode off): windowed */
-	int win = !want && slot && shim_window_bytes;
 
+	*want = wants_pacing(q, slot);
+	*win = !*want && slot && shim_window_bytes;
 	/* (the window's give-up timer is the progress thread's too) */
-	if ((want || win) && progress_start())
-		want = win = 0;
+	if ((*want || *win) && progress_start())
+		*want = *win = 0;
+}
+
+void shim_pace_update(struct shim_qp *q)
+{
+	int want, win;
+
+	decide_mode(q, &want, &win);
+	if (mode_unchanged(q, want, win))
+		return;
 	pthread_mutex_lock(&q->lock);
+	/* again: the slot may have changed while this waited for the lock,
+	 * and a later caller's decision may already stand */
+	decide_mode(q, &want, &win);
 	if (atomic_load_explicit(&q->win.on, memory_order_relaxed) != win)
 		q->win.wait_since = 0; /* (a wait from before paced mode is not one) */
 	atomic_store_explicit(&q->win.on, win, memory_order_relaxed);

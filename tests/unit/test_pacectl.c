@@ -187,6 +187,53 @@ static void recycled_slot_is_not_obeyed(void **state)
 	atomic_store(&gseg.slot[0].seq, 2);
 }
 
+/* The progress thread re-decides every QP each tick; when nothing changes
+ * it must not wait for the QP's lock, which the application's posts hold
+ * across the provider's call (a tick that waits wakes at each of them). */
+static _Atomic int update_returned;
+
+static void *update_thread(void *arg)
+{
+	shim_pace_update(arg);
+	atomic_store(&update_returned, 1);
+	return NULL;
+}
+
+static int update_returns_while_locked(void)
+{
+	pthread_t th;
+	int done = 0;
+
+	atomic_store(&update_returned, 0);
+	/* (the daemon is alive: a second of silence would fail open) */
+	atomic_store(&gseg.g.heartbeat_ns, shim_now_ns());
+	pthread_mutex_lock(&q->lock); /* the application, posting */
+	assert_int_equal(pthread_create(&th, NULL, update_thread, q), 0);
+	for (int i = 0; i < 300 && !(done = atomic_load(&update_returned)); i++)
+		usleep(1000);
+	pthread_mutex_unlock(&q->lock);
+	pthread_join(th, NULL);
+	return done;
+}
+
+static void unchanged_mode_leaves_a_posting_qp_alone(void **state)
+{
+	/* paced, and still paced */
+	assert_true(update_returns_while_locked());
+	assert_int_equal(atomic_load(&q->direct), 0);
+	/* pace mode off: direct and windowed (a change: under the lock) */
+	atomic_store(&gseg.slot[0].flags, 0);
+	assert_false(update_returns_while_locked());
+	assert_int_equal(atomic_load(&q->direct), 1);
+	assert_int_equal(atomic_load(&q->win.on), shim_window_bytes != 0);
+	/* and still so */
+	assert_true(update_returns_while_locked());
+	/* paced again: a change */
+	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
+	assert_false(update_returns_while_locked());
+	assert_int_equal(atomic_load(&q->direct), 0);
+}
+
 static void latency_class_is_direct(void **state)
 {
 	atomic_store(&q->cls, JST_CLASS_LATENCY);
@@ -271,6 +318,7 @@ int main(void)
 		FAKEPROV_TEST(fail_open_keeps_order_behind_split),
 		FAKEPROV_TEST(fork_child_forgets_parent),
 		FAKEPROV_TEST(recycled_slot_is_not_obeyed),
+		FAKEPROV_TEST(unchanged_mode_leaves_a_posting_qp_alone),
 		FAKEPROV_TEST(latency_class_is_direct),
 		FAKEPROV_TEST(backlog_split_when_chunk_shrinks),
 		FAKEPROV_TEST(reset_drops_backlog_and_chunks),
