@@ -101,12 +101,22 @@ pre() {
 	echo "env LD_PRELOAD=$SHIM JUSTITIA_SOCKET=/run/jp$1/justitiad.sock ${XENV:-}"
 }
 
+# next_port: the next of 900 listening ports, in turn from a random start
+# (a random port per server could give a pair's two servers the same
+# one).  Sets PORT.
+PORT_SEQ=$((RANDOM % 900))
+next_port() {
+	PORT_SEQ=$(((PORT_SEQ + 1) % 900))
+	PORT=$((19000 + PORT_SEQ))
+}
+
 # srv TOOL SIZE MODE TAG [EXTRA...]: a perftest server on rxe0 in the
 # background, listening when this returns.  Sets PF_SRV PF_PORT.
 srv() {
 	local tool=$1 size=$2 mode=$3 tag=$4
 	shift 4
-	PF_PORT=$((19000 + RANDOM % 900))
+	next_port
+	PF_PORT=$PORT
 	timeout $((SECS + 60)) $(pre 0 "$mode") $tool -d "$RXE_DEV0" -x "$RXE_GID" -p $PF_PORT \
 		-s "$size" -D "$SECS" "$@" >"$O/$tag.srv" 2>&1 &
 	PF_SRV=$!
@@ -167,7 +177,8 @@ JB=$PWD/build/justbench
 jb() {
 	local tag=$1 port s
 	shift
-	port=$((19000 + RANDOM % 900))
+	next_port
+	port=$PORT
 	timeout $((SECS + 60)) "$JB" server -p $port -d "$RXE_DEV0" -g "$RXE_GID" \
 		>"$O/$tag.srv" 2>&1 &
 	s=$!
