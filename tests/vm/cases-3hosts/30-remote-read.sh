@@ -60,7 +60,9 @@ read_done() { # NAME: wait, check, print the rate (Mbit/s) in MBPS
 	local rc=0
 	wait "$RPID" || rc=$?
 	wait "$SPID" || true
+	STALLED=
 	if ((rc)) && grep -q 'posts still in flight' "$JV_OUT/$1.out"; then
+		STALLED=yes
 		# Soft-RoCE's READ stall: READs that neither complete nor fail
 		# (retry_cnt 7, timeout 67 ms), seen with no daemon and no shim
 		# too (docs/results.md, "Issue 13: remote READ scenarios on three
@@ -124,8 +126,14 @@ g1=$(jv_jd_st 0 '.remote_read.messages.sent.grants')
 secs=$(jv_secs "$t0")
 echo "READ 1 MiB, B <- A: plain $PLAIN Mbit/s, under A's grant (MaxRate $((MAXRATE / 1000000)) Mbit/s) $SHIMRATE Mbit/s"
 echo "channel: $((g1 - g0)) remote_grants in ${secs}s from jd0"
-expect_eq read.shim.within.grant yes \
-	"$( ((SHIMRATE <= MAXRATE / 1000000 * 115 / 100)) && echo yes)"
+if [ -n "$STALLED" ]; then
+	# the READs that went before the stall are all its rate: those before
+	# the grant arrived (CI, once: 9 messages, 76 Mbit/s against 40)
+	_jv_result read.shim.within.grant 1 "Soft-RoCE's READ stall, not judged: $SHIMRATE Mbit/s over the messages before it"
+else
+	expect_eq read.shim.within.grant yes \
+		"$( ((SHIMRATE <= MAXRATE / 1000000 * 115 / 100)) && echo yes)"
+fi
 # ... and no stale reservation once the READ application is gone
 jv_jd_wait st 0 '.remote_read.served.flows == 0' 5
 expect_eq jd0.closed.after.exit "0 true" \
