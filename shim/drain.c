@@ -128,7 +128,7 @@ static uint64_t post_data(struct shim_qp *q, struct pend_wr *p, const struct pen
 		if (!direct && slot && st && !p->paid) {
 			uint64_t cost = wrpost_cost_ns(cls, slot, p->chunk);
 			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now, cost,
-						    wrpost_burst(cost));
+						    wrpost_burst(cls, cost));
 
 			if (wait)
 				return token_due(q, now, wait);
@@ -201,7 +201,7 @@ static uint64_t follow_locked(struct shim_qp *q, struct pend_wr *p, uint64_t now
 	if (!direct && slot && st) {
 		uint64_t v = atomic_load_explicit(&st->bucket_vtime_ns, memory_order_relaxed);
 
-		if (v + wrpost_burst(wrpost_cost_ns(cls, slot, n->chunk)) / 2 > now)
+		if (v + wrpost_burst(cls, wrpost_cost_ns(cls, slot, n->chunk)) / 2 > now)
 			return 0; /* held by its tokens */
 	}
 	return post_data(q, n, p, data_window(q, slot, n, p, direct), now);
@@ -274,7 +274,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 				      : p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk;
 			uint64_t cost = wrpost_cost_ns(cls, slot, last);
 			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now, cost,
-						    wrpost_burst(cost));
+						    wrpost_burst(cls, cost));
 
 			if (wait)
 				return token_due(q, now, wait);

@@ -20,6 +20,16 @@
 #include "splitjob.h"
 #include "wrpost.h"
 
+/* Pay for @wr from the flow's bucket at @now: 0 taken, else the ns to
+ * wait. */
+static uint64_t take_token(struct jst_flow_stats *st, int cls, const struct jst_flow_ctl *slot,
+			   const struct ibv_send_wr *wr, uint64_t now)
+{
+	uint64_t cost = wrpost_cost_ns(cls, slot, wrpost_bytes(wr));
+
+	return bucket_take(&st->bucket_vtime_ns, now, cost, wrpost_post_burst(cls, cost));
+}
+
 static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
 		     int wr_api)
 {
@@ -57,8 +67,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 		 * the provider */
 		if (!q->bl_head && !chunk && (atomic_load_explicit(&q->direct, memory_order_relaxed) ||
 				    !slot || !st ||
-				    !bucket_take(&st->bucket_vtime_ns, now,
-						 wrpost_cost_ns(cls, slot, wrpost_bytes(wr)), WRPOST_BURST_NS))) {
+				    !take_token(st, cls, slot, wr, now))) {
 			struct ibv_send_wr one = *wr;
 			uint64_t due;
 

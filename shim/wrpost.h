@@ -13,6 +13,8 @@
 #include "shm_abi.h"
 
 #define WRPOST_BURST_NS 200000ull    /* tokens a quiet flow may bank */
+#define WRPOST_BATCH_OPS 128         /* ... a throughput flow's batch, with no
+                                      * latency flow to protect */
 
 /* The wr_id of @q's window tags (window.h): odd, and no other QP's. */
 static inline uint64_t shim_pace_window_tag(const struct shim_qp *q)
@@ -31,8 +33,11 @@ uint32_t wrpost_whole_packets(uint32_t chunk, uint32_t mtu);
  * splitmsg_kind. */
 uint32_t wrpost_split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
 			   const struct ibv_send_wr *wr, int *kind);
-/* The credit a backlog may bank for a take of @cost. */
-uint64_t wrpost_burst(uint64_t cost);
+/* The credit a backlog of a flow of class @cls may bank for a take of
+ * @cost. */
+uint64_t wrpost_burst(int cls, uint64_t cost);
+/* ... and a post that finds no backlog. */
+uint64_t wrpost_post_burst(int cls, uint64_t cost);
 /* A copy of @wr (and of its inline data) for the backlog; NULL: no memory. */
 struct pend_wr *wrpost_copy(const struct ibv_send_wr *wr);
 /* How many more WRs the application may post on @q. */

@@ -182,6 +182,47 @@ static void off_mode_window_bounds_what_is_in_flight(void **state)
 	shim_window_bytes = SHIM_WINDOW_DEFAULT;
 }
 
+/* A throughput flow with no latency flow to protect (pace mode share)
+ * banks a batch of WRPOST_BATCH_OPS operations: a batch within its grant
+ * goes to the provider at once, none held; with a latency flow (protect)
+ * it banks WRPOST_BURST_NS and the same batch is held and let out one
+ * token at a time.  A bandwidth flow banks as before in both modes. */
+static void throughput_batch_goes_at_once_in_share_mode(void **state)
+{
+	const uint64_t ms = 1000000;
+
+	assert_int_equal(wrpost_post_burst(JST_CLASS_THROUGHPUT, ms), WRPOST_BURST_NS);
+	assert_int_equal(wrpost_burst(JST_CLASS_THROUGHPUT, ms), ms + 4 * ms);
+	atomic_store(&gseg.g.pace_mode, JST_PACE_SHARE);
+	assert_int_equal(wrpost_post_burst(JST_CLASS_THROUGHPUT, ms), WRPOST_BATCH_OPS * ms);
+	assert_int_equal(wrpost_burst(JST_CLASS_THROUGHPUT, ms), WRPOST_BATCH_OPS * ms);
+	assert_int_equal(wrpost_post_burst(JST_CLASS_BANDWIDTH, ms), WRPOST_BURST_NS);
+	assert_int_equal(wrpost_burst(JST_CLASS_BANDWIDTH, ms), ms + 4 * ms);
+	assert_int_equal(wrpost_post_burst(JST_CLASS_THROUGHPUT, UINT64_MAX / 2), UINT64_MAX);
+
+	/* 1000 ops/s: 1 ms an operation; a batch of 8 */
+	atomic_store(&q->cls, JST_CLASS_THROUGHPUT);
+	atomic_store(&gseg.slot[0].ops_per_s, 1000);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	/* a quiet bucket: vtime long past */
+	atomic_store(&cseg.st[0].bucket_vtime_ns, 0);
+	post_n(8, 10, 64);
+	assert_int_equal(provider_count(), 8);
+	assert_int_equal(atomic_load(&q->st.held), 0);
+
+	atomic_store(&gseg.g.pace_mode, JST_PACE_PROTECT);
+	atomic_store(&cseg.st[0].bucket_vtime_ns, 0);
+	complete_app(8);
+	post_n(8, 20, 64);
+	assert_true(provider_count() < 16);
+	assert_true(atomic_load(&q->st.held) > 0);
+	wait_for(16);
+	assert_int_equal(provider_count(), 16);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(prov.wr_id[i], (i < 8 ? 10 : 12) + i);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +233,7 @@ int main(void)
 		FAKEPROV_TEST(off_mode_window_bounds_what_is_in_flight),
 		FAKEPROV_TEST(send_queue_counts_what_the_provider_holds),
 		FAKEPROV_TEST(queued_time_reaches_the_daemon),
+		FAKEPROV_TEST(throughput_batch_goes_at_once_in_share_mode),
 	};
 
 	return fakeprov_run_tests(tests);
