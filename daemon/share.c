@@ -37,13 +37,22 @@ static bool says_nothing(const struct share_flow *f)
 	return f->batches ? f->fill >= SHARE_SATISFIED : f->queued < SHARE_QUEUED;
 }
 
+/* Held back by the NIC, not by itself: its work was queued all the
+ * window.  Batches are queued by design, a batch per round trip: only
+ * those that still used over SHARE_BATCH_LENDS of their grant (share.h). */
+static bool queued_by_nic(const struct share_flow *f)
+{
+	if (f->queued < SHARE_QUEUED)
+		return false;
+	return !f->batches || f->fill >= SHARE_BATCH_LENDS;
+}
+
 /* Limited by itself (share.h): not held back by its grant, nor by the
- * NIC (its work was not queued all the time), it used well below its grant,
- * and either was judged so already or is judged now, on a link that had
- * room. */
+ * NIC (queued_by_nic()), it used well below its grant, and either was
+ * judged so already or is judged now, on a link that had room. */
 static bool satisfied(const struct share_flow *f, bool judge)
 {
-	if (f->no_lend || bound(f) || (!f->batches && f->queued >= SHARE_QUEUED) ||
+	if (f->no_lend || bound(f) || queued_by_nic(f) ||
 	    !(f->granted > 0 && f->fill < SHARE_SATISFIED))
 		return false;
 	return f->satisfied || judge;

@@ -32,9 +32,13 @@
  *    moved is the NIC's split, whatever C says (a C far above the link,
  *    after a probe or at the start, made the link look roomy: both of two
  *    greedy flows used under SHARE_SATISFIED of their grants, were judged
- *    limited by themselves, and the NIC's split stood).  Not said of a
- *    throughput flow: its batches are queued by design, one per round
- *    trip;
+ *    limited by themselves, and the NIC's split stood).  A throughput
+ *    flow's batches are queued by design, one per round trip: this is
+ *    said of them only while they use SHARE_BATCH_LENDS of their grant or
+ *    more (one far below it, a few percent at line rate, lends what it
+ *    leaves; on Soft-RoCE a 64 B flow next to an elephant used 50-75% of
+ *    its grant, was judged limited by itself, lent, and then moved a third
+ *    of that while the elephant filled the link);
  *  - a flow judged satisfied whose use then falls below SHARE_LENT_DROP of
  *    what it used when judged was not limited by itself but by the
  *    others' share: batches of small messages (a throughput flow) move
@@ -101,6 +105,8 @@
                                         * windows */
 #define SHARE_QUEUED 0.9               /* work queued this much of a window:
                                         * not limited by itself */
+#define SHARE_BATCH_LENDS 0.5          /* ... batches, unless they used less
+                                        * than this of their grant */
 #define SHARE_HEADROOM 1.5             /* a satisfied flow's room to grow */
 #define SHARE_MIN_BPS 1000000ull       /* C never drops below 1 Mbit/s */
 #define SHARE_START_BPS 400000000000ull /* nothing known: 400 Gbit/s */

@@ -416,6 +416,35 @@ static void lending_that_hurts_stops(void **state)
 	assert_true(sum0 >= 0.8 * 10 * M);
 }
 
+/* Batches whose work was queued all the window, using 60% of their grant
+ * on a link with room: the NIC (the other's queue) held them, they keep
+ * their share (lent, it went to the other, whose queue then stretched
+ * their round trip: on Soft-RoCE the 64 B flow fell to a third).  Using a
+ * tenth of it, they lend as before; so do batches at 60% whose work was
+ * not queued all the window. */
+static void queued_batches_near_their_grant_keep_their_share(void **state)
+{
+	(void)state;
+	for (int k = 0; k < 3; k++) {
+		struct share_flow f[2] = {
+			{ .weight = 1, .granted = 0.5, .used = k == 1 ? 0.05 : 0.3,
+			  .queued = k == 2 ? 0.5 : 1, .batches = true },
+			{ .weight = 1, .granted = 0.5, .used = 0.5, .bound = 0.6, .queued = 1 },
+		};
+		struct share_state st = { .c_bps = 1000000000ull };
+
+		share_update(&st, f, 2);
+		if (k == 0) {
+			assert_false(f[0].satisfied);
+			assert_true(fabs(f[0].frac - 0.5) < 1e-9);
+		} else {
+			assert_true(f[0].satisfied);
+			assert_true(f[0].frac < 0.5);
+			assert_true(f[1].frac > 0.5);
+		}
+	}
+}
+
 /* The shim's queued_us wraps at 2^32 us; a window's fraction is at most 1
  * whatever the (untrusted) count says. */
 static void queued_fraction_wraps_and_clamps(void **state)
@@ -432,6 +461,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(update_by_hand),
 		cmocka_unit_test(queued_fraction_wraps_and_clamps),
+		cmocka_unit_test(queued_batches_near_their_grant_keep_their_share),
 		cmocka_unit_test(greedy_flows_share_fairly),
 		cmocka_unit_test(overshoot_is_not_satisfaction),
 		cmocka_unit_test(low_estimate_climbs_to_the_link),
