@@ -80,14 +80,7 @@ uint32_t wrpost_split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
 	return chunk && wrpost_bytes(wr) > chunk ? chunk : 0;
 }
 
-/* The credit a backlog may bank for a take of @cost: a wake-up up to
- * LATE_NS late (a scheduler tick) loses no tokens, so the flow fills its
- * grant; the window of chunks in flight still bounds what goes at once.
- * With no latency flow to protect (pace mode share: large tokens), a
- * whole token more: a late wake-up or a slow post is made up by the next
- * two going back to back, and no grant is lost to the host's scheduler.
- * A throughput flow's token is then a batch (WRPOST_BATCH_OPS operations,
- * share_batch()).  (A post that finds no backlog: wrpost_post_burst().) */
+/* Pace mode share: no latency flow to protect, flows compete. */
 static int share_mode(void)
 {
 	const struct jst_shm_global *g = shim_client_global();
@@ -111,6 +104,14 @@ static uint64_t share_batch(int cls, uint64_t cost)
 	return cost > UINT64_MAX / WRPOST_BATCH_OPS ? UINT64_MAX : cost * WRPOST_BATCH_OPS;
 }
 
+/* The credit a backlog may bank for a take of @cost: a wake-up up to
+ * LATE_NS late (a scheduler tick) loses no tokens, so the flow fills its
+ * grant; the window of chunks in flight still bounds what goes at once.
+ * With no latency flow to protect (pace mode share: large tokens), a
+ * whole token more: a late wake-up or a slow post is made up by the next
+ * two going back to back, and no grant is lost to the host's scheduler.
+ * A throughput flow's token is then a batch (WRPOST_BATCH_OPS operations,
+ * share_batch()).  (A post that finds no backlog: wrpost_post_burst().) */
 uint64_t wrpost_burst(int cls, uint64_t cost)
 {
 	uint64_t late = LATE_NS, batch = share_batch(cls, cost), b;
