@@ -96,10 +96,11 @@ static int share_mode(void)
  * poll or the progress thread, and its own post (on Soft-RoCE a 64 B
  * ib_write_bw next to an elephant held 37% of its operations and moved a
  * third of its plain rate).  The paper's token for a throughput flow is
- * TokenOps operations, hundreds.  0 when not in that case. */
-static uint64_t share_batch(int cls, uint64_t cost)
+ * TokenOps operations, hundreds.  0 when not in that case (@share: the
+ * pace mode is share). */
+static uint64_t share_batch(int cls, uint64_t cost, int share)
 {
-	if (cls != JST_CLASS_THROUGHPUT || !share_mode())
+	if (cls != JST_CLASS_THROUGHPUT || !share)
 		return 0;
 	return cost > UINT64_MAX / WRPOST_BATCH_OPS ? UINT64_MAX : cost * WRPOST_BATCH_OPS;
 }
@@ -114,9 +115,10 @@ static uint64_t share_batch(int cls, uint64_t cost)
  * share_batch()).  (A post that finds no backlog: wrpost_post_burst().) */
 uint64_t wrpost_burst(int cls, uint64_t cost)
 {
-	uint64_t late = LATE_NS, batch = share_batch(cls, cost), b;
+	int share = share_mode();
+	uint64_t late = LATE_NS, batch = share_batch(cls, cost, share), b;
 
-	if (share_mode() && cost > late)
+	if (share && cost > late)
 		late = cost;
 	b = cost + late > WRPOST_BURST_NS ? cost + late : WRPOST_BURST_NS;
 	return batch > b ? batch : b;
@@ -126,7 +128,7 @@ uint64_t wrpost_burst(int cls, uint64_t cost)
  * throughput flow's batch in pace mode share (share_batch()). */
 uint64_t wrpost_post_burst(int cls, uint64_t cost)
 {
-	uint64_t batch = share_batch(cls, cost);
+	uint64_t batch = cls == JST_CLASS_THROUGHPUT ? share_batch(cls, cost, share_mode()) : 0;
 
 	return batch > WRPOST_BURST_NS ? batch : WRPOST_BURST_NS;
 }
