@@ -65,6 +65,13 @@ static uint64_t clamp_bps(double c)
 	return c > 1.8e19 ? UINT64_MAX : (uint64_t)c;
 }
 
+/* What the link carried of @c_bps when the flows moved @moved of it, at
+ * most C: the floor of a probe from there (share.h). */
+static uint64_t carried(uint64_t c_bps, double moved)
+{
+	return moved < 1 ? clamp_bps((double)c_bps * moved) : c_bps;
+}
+
 double share_queued_fraction(uint32_t end_us, uint32_t start_us, uint64_t dt_ns)
 {
 	double q = dt_ns ? (double)(uint32_t)(end_us - start_us) * 1e3 / (double)dt_ns : 0;
@@ -77,6 +84,7 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
 	st->c_bps = clamp_bps((double)c_bps);
 	st->hold = 0;
 	st->probing = false;
+	st->c_base_bps = 0;
 	st->moved_c = true;
 	for (size_t i = 0; i < n; i++) {
 		f[i].satisfied = false;
@@ -93,6 +101,7 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 
 	if (!n) {
 		st->probing = false;
+		st->c_base_bps = 0;
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -145,10 +154,12 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		if (hurt) {
 			st->probing = false;
 		} else if (st->probing) {
+			st->c_base_bps = carried(c_old, moved);
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE_MORE);
 		} else if (st->hold) {
 			st->hold--;
 		} else {
+			st->c_base_bps = carried(c_old, moved);
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE);
 			st->probing = true;
 			st->moved_c = true;
@@ -159,15 +170,20 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 		/* not held back by their grants: the link (or the
 		 * applications) limits them.  C comes down to what they moved,
 		 * or the NIC's queue (not the grants) would split it, by at most
-		 * SHARE_DECAY a window; after a probe it could not carry, hold */
+		 * SHARE_DECAY a window; after a probe it could not carry, hold,
+		 * and no lower than before the probe (share.h) */
 		if (st->probing)
 			st->hold = SHARE_HOLD;
 		if (moved < 1)
 			st->c_bps = clamp_bps((double)c_old * (moved < SHARE_FAR ? moved
 							       : moved > SHARE_DECAY ? moved
 							       : SHARE_DECAY));
+		if (st->probing && st->c_bps < st->c_base_bps)
+			st->c_bps = st->c_base_bps;
 		st->probing = false;
 	}
+	if (!st->probing)
+		st->c_base_bps = 0;
 	st->moved_c = st->c_bps != c_old;
 	share_split(f, n, c_old, st->c_bps);
 }

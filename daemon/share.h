@@ -75,7 +75,13 @@
  *    short must not cost the link its rate (C ratcheting down below the
  *    link while every flow waits for tokens).  Uses measured during a
  *    probe the link could not carry are the NIC's split, not the flows'
- *    demand: nobody is judged satisfied from them.
+ *    demand: nobody is judged satisfied from them.  Nor does C fall
+ *    below what the flows moved before that probe, in the last window
+ *    every hungry one filled its grant (at most that window's C): the
+ *    link carried that, and what the probe's window moved is the NIC's
+ *    split of a C too large (on Soft-RoCE a probe from 276 to 304 Mbit/s that a 64 B flow
+ *    next to an elephant could not follow took C to 228, where both
+ *    filled their grants through the hold's 2 s).
  *
  * Pure functions, no I/O, unit-tested in tests/unit/test_share.c. */
 #ifndef JUSTITIAD_SHARE_H
@@ -133,6 +139,9 @@ struct share_state {
 	uint64_t c_bps;         /* C: what the flows share */
 	unsigned hold;          /* windows left before the next probe */
 	bool probing;           /* the last window ran on a probe */
+	uint64_t c_base_bps;    /* while probing: what the flows moved in the
+				 * last window every hungry one filled its
+				 * grant (at most that window's C) */
 	bool moved_c;           /* the last update changed C: fills start over */
 };
 

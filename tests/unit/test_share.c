@@ -266,7 +266,8 @@ static void update_by_hand(void **state)
 	assert_true(fabs(f[0].frac - 0.15 / 1.1) < 1e-9);
 	assert_true(fabs(f[1].frac - (1 - 0.1 / 1.1) / 2) < 1e-9);
 	/* the probe was not absorbed (one flow's work waited in the NIC's
-	 * queue, not for tokens): C is what was moved, then a hold */
+	 * queue, not for tokens): C is what was moved (more than before the
+	 * probe), then a hold */
 	for (int i = 0; i < 3; i++) {
 		f[i].granted = f[i].frac;
 		f[i].used = f[i].frac * 0.9;
@@ -281,6 +282,7 @@ static void update_by_hand(void **state)
 	assert_false(f[1].satisfied);
 	assert_true(fabs((double)st.c_bps -
 			 1.1e9 * (f[0].used + f[1].used + f[2].used)) < 2.0);
+	assert_int_equal(st.c_base_bps, 0);
 	/* bound again: the hold counts down before the next probe */
 	for (int i = 0; i < 3; i++) {
 		f[i].granted = f[i].frac;
@@ -445,6 +447,47 @@ static void queued_batches_near_their_grant_keep_their_share(void **state)
 	}
 }
 
+/* Soft-RoCE, a 1 MiB elephant and a 64 B throughput flow at C = 276
+ * Mbit/s, both filling their grants (0.98 of C moved): C probes to 303.6;
+ * in the probe's window the 64 B flow, its batches queued behind the
+ * elephant's work, fills 60% and the two moved 0.74 of C.  C returns to
+ * what they moved before the probe, 0.98 x 276 (it went to 228, and
+ * stayed there for the hold while both filled their grants), and stays
+ * there through the hold while they fill them again. */
+static void failed_probe_returns_to_where_it_was(void **state)
+{
+	struct share_flow f[2] = {
+		{ .weight = 1, .granted = 0.5, .used = 0.5, .bound = 0.5, .queued = 1 },
+		{ .weight = 1, .granted = 0.5, .used = 0.48, .queued = 1, .batches = true },
+	};
+	struct share_state st = { .c_bps = 276000000ull };
+
+	(void)state;
+	share_update(&st, f, 2);
+	assert_true(st.probing);
+	assert_int_equal(st.c_bps, 303600000ull);
+	f[0].granted = f[0].frac;
+	f[1].granted = f[1].frac;
+	f[0].used = 0.44;
+	f[0].bound = 0.76;
+	f[1].used = 0.30;
+	share_update(&st, f, 2);
+	assert_false(st.probing);
+	assert_int_equal(st.c_bps, (uint64_t)(276000000 * 0.98));
+	assert_int_equal(st.hold, SHARE_HOLD);
+	for (int k = 0; k < SHARE_HOLD; k++) {
+		f[0].used = f[0].granted = f[0].frac;
+		f[1].used = (f[1].granted = f[1].frac) * 0.95;
+		share_update(&st, f, 2);
+		assert_int_equal(st.c_bps, (uint64_t)(276000000 * 0.98));
+		assert_false(f[0].satisfied || f[1].satisfied);
+	}
+	/* then it probes again */
+	share_update(&st, f, 2);
+	assert_true(st.probing);
+	assert_int_equal(st.c_bps, (uint64_t)((uint64_t)(276000000 * 0.98) * SHARE_PROBE));
+}
+
 /* The shim's queued_us wraps at 2^32 us; a window's fraction is at most 1
  * whatever the (untrusted) count says. */
 static void queued_fraction_wraps_and_clamps(void **state)
@@ -462,6 +505,7 @@ int main(void)
 		cmocka_unit_test(update_by_hand),
 		cmocka_unit_test(queued_fraction_wraps_and_clamps),
 		cmocka_unit_test(queued_batches_near_their_grant_keep_their_share),
+		cmocka_unit_test(failed_probe_returns_to_where_it_was),
 		cmocka_unit_test(greedy_flows_share_fairly),
 		cmocka_unit_test(overshoot_is_not_satisfaction),
 		cmocka_unit_test(low_estimate_climbs_to_the_link),
