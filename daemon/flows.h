@@ -161,6 +161,7 @@ void flows_publish_counted(struct flows *fl, struct flow *f, size_t n_latency);
 /* Read every flow's counters from the shims' segments (untrusted). */
 void flows_poll_counters(struct flows *fl);
 void flows_count(const struct flows *fl, struct flows_counts *c);
+/* Every flow as a JSON array (flowsjson.c); polls the counters first. */
 json_t *flows_to_json(struct flows *fl);
 
 int flows_set_weight_pid(struct flows *fl, pid_t pid, uint32_t weight);
