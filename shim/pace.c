@@ -52,7 +52,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 	for (; wr; wr = wr->next) {
 		struct pend_wr *p;
 
-		int kind = SPLITMSG_ONE_SIDED, paid = 0;
+		int kind = SPLITMSG_ONE_SIDED, paid = 0, win_wait = 0;
 		uint32_t chunk = wrpost_split_size(q, slot, wr, &kind);
 
 		/* The application may have max_send_wr WRs outstanding; the
@@ -75,7 +75,12 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 			rc = wrpost_windowed_qp(q) ? wrpost_windowed(q, &one, wr_api, now, &due)
 					  : wrpost_one(q, &one, wr_api);
 			if (rc == -EAGAIN) {
-				rc = 0; /* it waits in the backlog, below */
+				/* it waits in the backlog, below, for the
+				 * window; a paced QP's token is taken */
+				rc = 0;
+				win_wait = 1;
+				paid = !atomic_load_explicit(&q->direct, memory_order_relaxed) &&
+				       slot && st;
 			} else if (shim_no_room(rc)) {
 				rc = 0; /* the same, already paid for */
 				paid = 1;
@@ -94,8 +99,11 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 		}
 		p->wr_api = wr_api;
 		p->paid = (uint8_t)paid;
-		/* (a windowed QP's waits for the NIC, not for a token) */
-		atomic_fetch_add_explicit(wrpost_windowed_qp(q) ? &q->st.window_held : &q->st.held, 1,
+		/* (a direct QP's wait, or a paced one's for its window, is
+		 * for the NIC, not for a token) */
+		if (wrpost_windowed_qp(q) && atomic_load_explicit(&q->direct, memory_order_relaxed))
+			win_wait = 1;
+		atomic_fetch_add_explicit(win_wait ? &q->st.window_held : &q->st.held, 1,
 					  memory_order_relaxed);
 		if (chunk)
 			splitjob_prepare(p, chunk, kind);

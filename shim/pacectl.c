@@ -6,8 +6,9 @@
  * progress thread per process sleeps in epoll on a timerfd (next token due
  * or next tick), an eventfd (a backlog appeared) and the split QPs'
  * completion channels: no core spins.  Pacer layer, its top with pace.c;
- * may call: drain, backlogs, the daemon link (client.c: poll, report a
- * class), the per-QP state (registry, classify, window, sq), log. */
+ * may call: drain, backlogs, wrpost (the pace mode), the daemon link
+ * (client.c: poll, report a class), the per-QP state (registry, classify,
+ * window, sq), log. */
 #include "pacectl.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "slot.h"
 #include "vops.h"
+#include "wrpost.h"
 
 #define TICK_NS 10000000ull          /* re-read grants, check the daemon */
 #define EV_WAKE 1                    /* epoll tags; anything larger is a QP */
@@ -388,14 +390,21 @@ static int mode_unchanged(struct shim_qp *q, int want, int win)
 	       atomic_load_explicit(&q->win.on, memory_order_relaxed) == win;
 }
 
-/* What @q should be: paced (@want), or direct and windowed (@win: the
- * daemon manages the flow, pace mode off), or direct and free. */
+/* What @q should be: paced (@want), or direct (the daemon manages the
+ * flow: pace mode off), or direct and free; and windowed (@win): direct
+ * and managed, or paced with no latency flow to protect (pace mode share:
+ * its grant paces its posts, but with no cap on what is in flight a
+ * send queue of 128 MiB runs seconds ahead of the link, the daemon counts
+ * posts the link has not carried as the flow's use, and the NIC's split
+ * of that queue, not the grants, decides the shares). */
 static void decide_mode(struct shim_qp *q, int *want, int *win)
 {
 	const struct jst_flow_ctl *slot = managed_slot(q);
 
 	*want = wants_pacing(q, slot);
-	*win = !*want && slot && shim_window_bytes;
+	*win = slot && shim_window_bytes &&
+	       (!*want || (wrpost_share_mode() &&
+			   atomic_load_explicit(&q->cls, memory_order_relaxed) != JST_CLASS_LATENCY));
 	/* (the window's give-up timer is the progress thread's too) */
 	if ((*want || *win) && progress_start())
 		*want = *win = 0;

@@ -7,7 +7,10 @@
  * unpaced, however fast the shim starts pacing the flow's next posts.  With
  * it, at most shim_window_bytes (JUSTITIA_WINDOW, 4 MiB by default) of the
  * QP's direct posts are in flight; what would exceed it waits in the QP's
- * backlog (drain.c) until the NIC has completed enough.
+ * backlog (drain.c) until the NIC has completed enough.  A paced QP in pace
+ * mode share (no latency flow, flows compete) posts its whole WRs through
+ * the window too, each after its token: so what it posts is what the link
+ * carries, within the window (pacectl.c, decide_mode()).
  *
  * The shim learns that from tags: every shim_window_bytes / 4 bytes, one
  * WR the application posts goes out signaled with the shim's wr_id (wrpost.h

@@ -81,7 +81,7 @@ uint32_t wrpost_split_size(struct shim_qp *q, const struct jst_flow_ctl *slot,
 }
 
 /* Pace mode share: no latency flow to protect, flows compete. */
-static int share_mode(void)
+int wrpost_share_mode(void)
 {
 	const struct jst_shm_global *g = shim_client_global();
 
@@ -115,7 +115,7 @@ static uint64_t share_batch(int cls, uint64_t cost, int share)
  * share_batch()).  (A post that finds no backlog: wrpost_post_burst().) */
 uint64_t wrpost_burst(int cls, uint64_t cost)
 {
-	int share = share_mode();
+	int share = wrpost_share_mode();
 	uint64_t late = LATE_NS, batch = share_batch(cls, cost, share), b;
 
 	if (share && cost > late)
@@ -128,7 +128,7 @@ uint64_t wrpost_burst(int cls, uint64_t cost)
  * throughput flow's batch in pace mode share (share_batch()). */
 uint64_t wrpost_post_burst(int cls, uint64_t cost)
 {
-	uint64_t batch = cls == JST_CLASS_THROUGHPUT ? share_batch(cls, cost, share_mode()) : 0;
+	uint64_t batch = cls == JST_CLASS_THROUGHPUT ? share_batch(cls, cost, wrpost_share_mode()) : 0;
 
 	return batch > WRPOST_BURST_NS ? batch : WRPOST_BURST_NS;
 }
@@ -217,8 +217,7 @@ int wrpost_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api)
 
 int wrpost_windowed_qp(const struct shim_qp *q)
 {
-	return atomic_load_explicit(&q->win.on, memory_order_relaxed) &&
-	       atomic_load_explicit(&q->direct, memory_order_relaxed);
+	return atomic_load_explicit(&q->win.on, memory_order_relaxed);
 }
 
 /* Post @wr (alone) on a windowed QP if it fits: 0 posted, -EAGAIN it must

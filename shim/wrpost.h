@@ -44,7 +44,10 @@ struct pend_wr *wrpost_copy(const struct ibv_send_wr *wr);
 size_t wrpost_app_room(const struct shim_qp *q);
 /* Post @wr alone on @q's QP for the application, counted. */
 int wrpost_one(struct shim_qp *q, struct ibv_send_wr *wr, int wr_api);
-/* Whether @q's direct posts go through its window (window.h). */
+/* Pace mode share (no latency flow to protect, flows compete). */
+int wrpost_share_mode(void);
+/* Whether @q's whole WRs go through its window (window.h): direct in
+ * pace mode off, paced in pace mode share. */
 int wrpost_windowed_qp(const struct shim_qp *q);
 /* Post @wr through @q's window if it fits: 0 posted, -EAGAIN it waits
  * (*due: until then at most), else the provider's error. */

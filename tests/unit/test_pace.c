@@ -5,8 +5,8 @@
  * requests in the application's order and no faster than the granted rate,
  * one ibv_post_send is one post call, inline data is copied, the send queue
  * limit holds (counting what the provider holds), and a QP in pace mode off
- * keeps at most its window in flight, its tags' completions unseen by the
- * application. */
+ * or share keeps at most its window in flight, its tags' completions unseen
+ * by the application. */
 #include "fakeprov.h"
 
 static void paced_in_order_and_not_faster(void **state)
@@ -223,6 +223,54 @@ static void throughput_batch_goes_at_once_in_share_mode(void **state)
 		assert_int_equal(prov.wr_id[i], (i < 8 ? 10 : 12) + i);
 }
 
+/* Pace mode share: a paced QP's whole WRs go through the window too (with
+ * no cap in flight a send queue of 128 MiB ran seconds ahead of the link,
+ * and the daemon counted posts the link had not carried as the flow's
+ * use).  Each WR is paid for once, before the window or after it; with a
+ * latency flow to protect (protect) the window is off. */
+static void share_mode_window_bounds_a_paced_qp(void **state)
+{
+	const uint64_t op = 100000000; /* 10 ops/s: 100 ms an operation */
+	uint64_t before, after, v;
+
+	shim_window_bytes = 4000;
+	atomic_store(&gseg.g.pace_mode, JST_PACE_SHARE);
+	atomic_store(&q->cls, JST_CLASS_THROUGHPUT);
+	atomic_store(&gseg.slot[0].ops_per_s, 10);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	assert_int_equal(atomic_load(&q->win.on), 1);
+	/* a quiet bucket: it banks a batch (WRPOST_BATCH_OPS operations) */
+	atomic_store(&cseg.st[0].bucket_vtime_ns, 0);
+	before = shim_now_ns();
+	post_n(6, 1, 1000);
+	after = shim_now_ns();
+	/* 4 x 1000 B in flight; the fifth paid and waits for the window, the
+	 * sixth waits behind it (not paid yet) */
+	assert_int_equal(provider_count(), 4);
+	assert_int_equal(q->bl_len, 2);
+	assert_int_equal(atomic_load(&q->st.window_held), 1);
+	assert_int_equal(atomic_load(&q->st.held), 1);
+	v = atomic_load(&cseg.st[0].bucket_vtime_ns);
+	assert_true(v >= before - WRPOST_BATCH_OPS * op + 5 * op);
+	assert_true(v <= after - WRPOST_BATCH_OPS * op + 5 * op);
+	/* the NIC completes them: the two go from the application's poll,
+	 * the fifth not charged again */
+	assert_int_equal(complete_app(16), 4);
+	assert_int_equal(provider_count(), 6);
+	assert_int_equal(q->bl_len, 0);
+	assert_int_equal(atomic_load(&cseg.st[0].bucket_vtime_ns), v + op);
+	assert_int_equal(complete_app(16), 2);
+	assert_int_equal(q->win.n, 0);
+	assert_int_equal(atomic_load(&shim_window_tags), 0);
+	/* a latency flow registers: paced, not windowed */
+	atomic_store(&gseg.g.pace_mode, JST_PACE_PROTECT);
+	shim_pace_update(q);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	assert_int_equal(atomic_load(&q->win.on), 0);
+	shim_window_bytes = SHIM_WINDOW_DEFAULT;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +282,7 @@ int main(void)
 		FAKEPROV_TEST(send_queue_counts_what_the_provider_holds),
 		FAKEPROV_TEST(queued_time_reaches_the_daemon),
 		FAKEPROV_TEST(throughput_batch_goes_at_once_in_share_mode),
+		FAKEPROV_TEST(share_mode_window_bounds_a_paced_qp),
 	};
 
 	return fakeprov_run_tests(tests);
