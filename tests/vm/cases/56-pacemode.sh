@@ -9,7 +9,9 @@
 # order checked) runs preloaded, once per post API, while a latency flow
 # comes and goes: the mode goes off -> protect -> off, the program's
 # messages are split only while the latency flow is there, and nothing is
-# lost or reordered across both switches.  Directions and structure only.
+# lost or reordered across both switches.  Last, with pace mode share
+# forced, a lone paced 64 KiB ib_write_bw keeps at most the window in
+# flight too.  Directions and structure only.
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
 D=$PWD/build/justitiad
@@ -44,14 +46,21 @@ chunks() {
 
 expect_eq mode.idle off "$(st .controller.pace_mode)"
 
+# wbw TAG PORT SIZE: a preloaded ib_write_bw pair of SIZE-byte messages
+# for 4 s, rxe1 -> rxe0, in the background (SRV, CLI: their pids; output
+# and JUSTITIA_STATS in TAG.srv/.cli and $S/TAG.srv/.cli.json)
+wbw() {
+	LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/$1.srv.json" timeout 60 ib_write_bw -d "$RXE_DEV0" \
+		-x "$RXE_GID" -p "$2" -s "$3" -D 4 >"$JV_OUT/$1.srv" 2>&1 &
+	SRV=$!
+	wait_port "$2"
+	LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/$1.cli.json" timeout 60 ib_write_bw -d "$RXE_DEV1" \
+		-x "$RXE_GID" -p "$2" -s "$3" -D 4 "$RXE_IP0" >"$JV_OUT/$1.cli" 2>&1 &
+	CLI=$!
+}
+
 # ---- a lone 1 MiB ib_write_bw: nothing split, windowed
-LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/wbw.srv.json" timeout 60 ib_write_bw -d "$RXE_DEV0" \
-	-x "$RXE_GID" -p 18760 -s 1048576 -D 4 >"$JV_OUT/wbw.srv" 2>&1 &
-SRV=$!
-wait_port 18760
-LD_PRELOAD="$SHIM" JUSTITIA_STATS="$S/wbw.cli.json" timeout 60 ib_write_bw -d "$RXE_DEV1" \
-	-x "$RXE_GID" -p 18760 -s 1048576 -D 4 "$RXE_IP0" >"$JV_OUT/wbw.cli" 2>&1 &
-CLI=$!
+wbw wbw 18760 1048576
 maxc=0
 mode_seen=""
 while kill -0 $CLI 2>/dev/null; do
@@ -134,4 +143,43 @@ grep -E "pace mode" "$JV_OUT/jm.log" | sed 's/^/INFO daemon: /'
 kill -TERM $JD
 wait $JD
 expect_eq daemon.exit 0 $?
+
+# ---- pace mode share (forced), a lone 64 KiB ib_write_bw: paced (its
+# grant, MaxRate 10 Gbit/s, is far above what rxe carries, so no WR waits
+# for a token), and its whole WRs go through the window as a direct QP's
+# do: what perftest queues beyond JUSTITIA_WINDOW (4 MiB, 64 of its 128
+# messages) waits in the shim, not in rxe's send queue
+SOCK=/run/jms/justitiad.sock
+dev_conf() { echo "{ \"name\": \"$1\", \"gid_index\": $RXE_GID, \"max_rate\": \"10000Mbit\" }"; }
+cat >"$JV_OUT/jms.json" <<EOT
+{ "runtime_dir": "/run/jms",
+  "devices": [ $(dev_conf "$RXE_DEV0"), $(dev_conf "$RXE_DEV1") ],
+  "controller": { "pace_mode": "share" } }
+EOT
+"$D" -c "$JV_OUT/jms.json" -D flow,ctrl >"$JV_OUT/jms.log" 2>&1 &
+JD=$!
+for _ in $(seq 100); do [ -S $SOCK ] && break; sleep 0.05; done
+export JUSTITIA_SOCKET=$SOCK
+wbw share 18761 65536
+paced=no
+while kill -0 $CLI 2>/dev/null; do
+	r=$("$C" -s $SOCK --json flows 2>/dev/null |
+		jq '[.flows[] | select(.comm == "ib_write_bw") | .paced_rate_bps // 0] | max // 0' 2>/dev/null)
+	[[ $r =~ ^[0-9]+$ ]] && ((r > 0)) && paced=yes
+	sleep 0.5
+done
+wait $CLI
+expect_eq share.write_bw.client 0 $?
+wait $SRV
+expect_eq share.write_bw.server 0 $?
+expect_eq share.mode share "$(st .controller.pace_mode)"
+expect_eq share.paced yes "$paced"
+q='[.qps[] | select(.send.wrs > 0)]'
+expect_eq share.windowed yes "$(jqv "$S/share.cli.json" "$q | if (map(.window_held) | add) > 0 then \"yes\" else \"no\" end")"
+expect_eq share.split 0 "$(jqv "$S/share.cli.json" "$q | map(.split.one_sided + .split.send + .split.write_imm) | add")"
+echo "INFO lone 64 KiB ib_write_bw through the shim, pace mode share:" \
+	"$(awk '$1 == 65536 { print $4 " MB/s" }' "$JV_OUT/share.cli")"
+kill -TERM $JD
+wait $JD
+expect_eq daemon.share.exit 0 $?
 jv_summary
