@@ -54,6 +54,9 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 
 		int kind = SPLITMSG_ONE_SIDED, paid = 0, win_wait = 0;
 		uint32_t chunk = wrpost_split_size(q, slot, wr, &kind);
+		/* (direct changes only under q->lock, held here) */
+		int direct = atomic_load_explicit(&q->direct, memory_order_relaxed);
+		int paced = !direct && slot && st; /* its WRs take tokens */
 
 		/* The application may have max_send_wr WRs outstanding; the
 		 * provider holds some, the backlog the others.  More than its
@@ -65,9 +68,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 		}
 		/* nothing queued ahead, not split, and a token now: straight to
 		 * the provider */
-		if (!q->bl_head && !chunk && (atomic_load_explicit(&q->direct, memory_order_relaxed) ||
-				    !slot || !st ||
-				    !take_token(st, cls, slot, wr, now))) {
+		if (!q->bl_head && !chunk && (!paced || !take_token(st, cls, slot, wr, now))) {
 			struct ibv_send_wr one = *wr;
 			uint64_t due;
 
@@ -79,8 +80,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 				 * window; a paced QP's token is taken */
 				rc = 0;
 				win_wait = 1;
-				paid = !atomic_load_explicit(&q->direct, memory_order_relaxed) &&
-				       slot && st;
+				paid = paced;
 			} else if (shim_no_room(rc)) {
 				rc = 0; /* the same, already paid for */
 				paid = 1;
@@ -101,7 +101,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 		p->paid = (uint8_t)paid;
 		/* (a direct QP's wait, or a paced one's for its window, is
 		 * for the NIC, not for a token) */
-		if (wrpost_windowed_qp(q) && atomic_load_explicit(&q->direct, memory_order_relaxed))
+		if (wrpost_windowed_qp(q) && direct)
 			win_wait = 1;
 		atomic_fetch_add_explicit(win_wait ? &q->st.window_held : &q->st.held, 1,
 					  memory_order_relaxed);
