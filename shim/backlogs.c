@@ -22,6 +22,7 @@ void backlogs_add(struct shim_qp *q, uint64_t now)
 	if (q->busy)
 		return;
 	q->busy = 1;
+	q->busy_since = now;
 	pthread_mutex_lock(&bl.lock);
 	q->busy_next = bl.head;
 	bl.head = q;

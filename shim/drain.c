@@ -94,6 +94,27 @@ static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
 	return now + wait;
 }
 
+/* Take a token of @cost for @q's backlog at @now: 0, or the ns until it is
+ * due.  A take banks at most wrpost_burst(): when the drain comes later
+ * than that after the bucket ran dry (the poster was not scheduled, or
+ * the split window held the chunks while their completions were late),
+ * the rest of the grant is lost.  That time, counted from when the
+ * backlog began, is the QP's tokens_lost_ns (JUSTITIA_STATS): what keeps
+ * a backlogged flow below its grant other than its tokens. */
+static uint64_t backlog_take(struct shim_qp *q, struct jst_flow_stats *st, int cls,
+			   uint64_t now, uint64_t cost)
+{
+	uint64_t burst = wrpost_burst(cls, cost), bank = burst > cost ? burst : cost;
+	uint64_t from = atomic_load_explicit(&st->bucket_vtime_ns, memory_order_relaxed);
+
+	if (from < q->busy_since)
+		from = q->busy_since;
+	if (q->busy && now > bank && now - bank > from)
+		atomic_fetch_add_explicit(&q->st.tokens_lost_ns, now - bank - from,
+					  memory_order_relaxed);
+	return bucket_take(&st->bucket_vtime_ns, now, cost, burst);
+}
+
 /* The split window of @p (at least what it had so far, and @ahead's: a
  * window never shrinks, splitjob.c) for a chunk of its size. */
 static uint32_t data_window(struct shim_qp *q, const struct jst_flow_ctl *slot,
@@ -126,9 +147,8 @@ static uint64_t post_data(struct shim_qp *q, struct pend_wr *p, const struct pen
 		int rc;
 
 		if (!direct && slot && st && !p->paid) {
-			uint64_t cost = wrpost_cost_ns(cls, slot, p->chunk);
-			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now, cost,
-						    wrpost_burst(cls, cost));
+			uint64_t wait = backlog_take(q, st, cls, now,
+						   wrpost_cost_ns(cls, slot, p->chunk));
 
 			if (wait)
 				return token_due(q, now, wait);
@@ -272,9 +292,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 				      : p->kind == SPLITMSG_SEND ? p->chunk
 				      : p->zfin ? 0
 				      : p->cost_bytes - (uint64_t)(p->n_chunks - 1) * p->chunk;
-			uint64_t cost = wrpost_cost_ns(cls, slot, last);
-			uint64_t wait = bucket_take(&st->bucket_vtime_ns, now, cost,
-						    wrpost_burst(cls, cost));
+			uint64_t wait = backlog_take(q, st, cls, now, wrpost_cost_ns(cls, slot, last));
 
 			if (wait)
 				return token_due(q, now, wait);

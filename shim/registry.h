@@ -83,6 +83,7 @@ struct shim_qp {
 	int ord_blind;                        /* a barrier never came back */
 	uint64_t ord_deadline_ns;
 	int busy;                             /* on the progress thread's list */
+	uint64_t busy_since;                  /* ... since then (backlogs.c) */
 	struct shim_window win;               /* direct posts in flight (window.h) */
 	struct shim_split split;              /* split.c */
 	struct classify_state classify;       /* classify.c */

@@ -48,6 +48,9 @@ struct stats_qp {
 	atomic_uint_fast64_t split[4];
 	atomic_uint_fast64_t held;    /* WRs that waited in the pacer's backlog */
 	atomic_uint_fast64_t window_held; /* ... for the direct window (window.h) */
+	/* the grant its backlog could not bank: how much later than the bank
+	 * (wrpost_burst()) a drain took its next token (drain.c) */
+	atomic_uint_fast64_t tokens_lost_ns;
 };
 
 enum stats_split { STATS_SPLIT_ONE_SIDED, STATS_SPLIT_SEND, STATS_SPLIT_WRITE_IMM,
@@ -79,6 +82,7 @@ struct stats_snapshot {
 	uint64_t split[4];
 	uint64_t held;
 	uint64_t window_held;
+	uint64_t tokens_lost_ns;
 };
 
 enum stats_op stats_op_from_wr(enum ibv_wr_opcode opcode);

@@ -4,7 +4,8 @@
  * becomes a flush completion with the WR's opcode, and so does what
  * follows it; a provider without room (ENOMEM) keeps the backlog, in order,
  * until a completion makes room; a split message's window never shrinks
- * below the chunks it has in flight. */
+ * below the chunks it has in flight; a drain later than the bank counts
+ * the grant it lost. */
 #include "fakeprov.h"
 
 static void refused_wr_becomes_flush_completion(void **state)
@@ -187,6 +188,54 @@ static void window_follows_the_base_round_trip(void **state)
 	assert_int_equal(w_end, 12);                    /* 1 MB/s x 10 ms / 1000 + 2 */
 }
 
+/* A drain that comes later than the bank lets a backlogged flow catch up
+ * (wrpost_burst(): 4 ms and the token) loses the rest of the grant for
+ * good; tokens_lost_ns says how much, counted from when the bucket ran dry
+ * or the backlog began, whichever is later.  A drain in time loses none. */
+static void late_drain_counts_the_grant_lost(void **state)
+{
+	struct jst_flow_stats *st = &cseg.st[0];
+	/* 1000 B at 1 MB/s: a 1 ms token, banked up to 5 ms */
+	uint64_t t0 = mono(), bank = wrpost_burst(JST_CLASS_BANDWIDTH, 1000000);
+	uint64_t lost[3];
+
+	assert_int_equal(bank, 5000000);
+	pthread_mutex_lock(&q->lock);
+	q->busy = 1; /* (not on the thread's list: only this test drains it) */
+	for (int i = 0; i < 3; i++) {
+		/* the backlog began at t0; the bucket ran dry at t0, or 10 ms
+		 * before it (not the backlog's: the flow was idle then) */
+		struct ibv_sge sge = { .addr = 0x1000, .length = 1000 };
+		struct ibv_send_wr wr = { .wr_id = 80 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED };
+		struct pend_wr *p = wrpost_copy(&wr);
+		/* in time; 7 ms after the bank; the same, the bucket dry since before */
+		uint64_t at = t0 + (i == 0 ? 2000000 : bank + 7000000);
+
+		p->cost_bytes = 1000;
+		q->bl_head = q->bl_tail = p;
+		q->bl_len = 1;
+		q->busy_since = t0;
+		atomic_store(&st->bucket_vtime_ns, i == 2 ? t0 - 10000000 : t0);
+		atomic_store(&q->st.tokens_lost_ns, 0);
+		drain_locked(q, at);
+		lost[i] = atomic_load(&q->st.tokens_lost_ns);
+		if (q->bl_head) { /* (not posted: fail below, unlocked) */
+			free(q->bl_head);
+			q->bl_head = q->bl_tail = NULL;
+			q->bl_len = 0;
+		}
+		q->busy = 1;
+	}
+	q->busy = 0;
+	pthread_mutex_unlock(&q->lock);
+	assert_true(provider_saw(80) && provider_saw(81) && provider_saw(82));
+	assert_int_equal(lost[0], 0);
+	assert_int_equal(lost[1], 7000000);
+	assert_int_equal(lost[2], 7000000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +244,7 @@ int main(void)
 		FAKEPROV_TEST(split_window_never_shrinks_under_a_message),
 		FAKEPROV_TEST(window_follows_the_base_round_trip),
 		FAKEPROV_TEST(provider_without_room_keeps_the_backlog),
+		FAKEPROV_TEST(late_drain_counts_the_grant_lost),
 	};
 
 	return fakeprov_run_tests(tests);
