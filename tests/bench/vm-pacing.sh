@@ -14,7 +14,8 @@
 #             rate / the mean rate the daemon granted, both in 10^6 B/s
 #             (perftest's "MB/sec" is MiB/s: converted; before 2026-11-26
 #             this row compared MiB/s with 10^6 B/s, 4.6% short), and the
-#             median of each round's fill
+#             median of each round's fill, and of the grant its backlog
+#             could not bank (JUSTITIA_STATS tokens_lost_ns) over SECS
 # The daemons are each other's peers (reference flow every 5 ms, split-QP
 # lookups), as on two hosts.
 #   two       1 MiB + 64 KiB ib_write_bw at once (mode share): each and sum
@@ -241,12 +242,13 @@ mr=$(awk -v b="${WRITE_PLAIN:-0}" 'BEGIN { printf "%d", b * 8 * 1.048576 }')
 if ((mr > 0)); then
 	for n in 0 1; do "$C" -s /run/jp$n/justitiad.sock set max-rate "${mr}Mbit" >/dev/null; done
 fi
-: >"$O/a"; : >"$O/g"; : >"$O/fl"
+: >"$O/a"; : >"$O/g"; : >"$O/fl"; : >"$O/lost"
 for _ in $(seq "$ROUNDS"); do
+	rm -f "$O"/lat-stats-*.json
 	"$R" /run/jp1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t $((SECS + 8)) >/dev/null 2>&1 &
 	LAT=$!
 	sleep 1
-	perf ib_write_bw 1048576 justitia lat
+	XENV="JUSTITIA_STATS=$O/lat-stats-%p.json" perf ib_write_bw 1048576 justitia lat
 	# the grant follows SafeUtil: its mean over the run, twice a second
 	gs=0 gn=0
 	for _ in $(seq $((SECS * 2))); do
@@ -267,11 +269,16 @@ for _ in $(seq "$ROUNDS"); do
 	awk -v g="$g" 'BEGIN { printf "%.2f\n", g / 8e6 }' >>"$O/g"
 	ratio "$ar" "$(awk -v g="$g" 'BEGIN { printf "%.2f", g / 8e6 }')" >>"$O/fl"
 	echo >>"$O/fl"
+	# the grant its backlog could not bank (libjustitia(7), tokens_lost_ns),
+	# over the run's SECS
+	l=$(jq -s '[.[].qps[]?.tokens_lost_ns // 0] | add // 0' "$O"/lat-stats-*.json 2>/dev/null)
+	awk -v l="${l:-0}" -v s="$SECS" 'BEGIN { printf "%.3f\n", l / (s * 1e9) }' >>"$O/lost"
 done
 a=$(median <"$O/a")
 g=$(median <"$O/g")
 printf '%-34s %10s %10s %7s\n' "latency flow: achieved / granted" "$a" "$g" "$(ratio "$a" "$g")"
 printf '%-34s %10s %10s %7s\n' "... each round's fill, median" "" "" "$(grep -v '^-' "$O/fl" | median)"
+printf '%-34s %10s %10s %7s\n' "... grant lost, late drains / SECS" "" "" "$(median <"$O/lost")"
 echo "(10^6 B/s: perftest's MiB/s x 1.048576, the daemon's grant / 8e6)"
 LAT_CPU=$(awk -v c="$(cat "$O/lat.cpu")" -v b="$(mul "$a" 0.953674)" -v s="$SECS" \
 	'BEGIN { if (b > 0) printf "%.2f", c * 1000 / (b * s); else print 0 }')
