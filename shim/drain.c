@@ -102,7 +102,7 @@ static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
  * backlog began, is the QP's tokens_lost_ns (JUSTITIA_STATS): what keeps
  * a backlogged flow below its grant other than its tokens. */
 static uint64_t backlog_take(struct shim_qp *q, struct jst_flow_stats *st, int cls,
-			   uint64_t now, uint64_t cost)
+			     uint64_t now, uint64_t cost)
 {
 	uint64_t burst = wrpost_burst(cls, cost), bank = burst > cost ? burst : cost;
 	uint64_t from = atomic_load_explicit(&st->bucket_vtime_ns, memory_order_relaxed);
@@ -148,7 +148,7 @@ static uint64_t post_data(struct shim_qp *q, struct pend_wr *p, const struct pen
 
 		if (!direct && slot && st && !p->paid) {
 			uint64_t wait = backlog_take(q, st, cls, now,
-						   wrpost_cost_ns(cls, slot, p->chunk));
+						     wrpost_cost_ns(cls, slot, p->chunk));
 
 			if (wait)
 				return token_due(q, now, wait);
