@@ -58,6 +58,13 @@ static inline uint64_t bucket_cost_ops_ns(uint64_t ops, uint64_t ops_per_s)
 	return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
 
+/* The most credit a take of @cost_ns finds banked: @burst_ns, or the cost
+ * itself when that is larger (one cost is always takeable). */
+static inline uint64_t bucket_bank_ns(uint64_t cost_ns, uint64_t burst_ns)
+{
+	return burst_ns > cost_ns ? burst_ns : cost_ns;
+}
+
 /* Take @cost_ns at @now_ns.  Returns 0 when the cost was taken, else the ns
  * to wait until it can be (at the current rate; nothing was taken).  A cost
  * of 0 (unpaced) is always taken and leaves the bucket alone.  Initialise
@@ -65,7 +72,7 @@ static inline uint64_t bucket_cost_ops_ns(uint64_t ops, uint64_t ops_per_s)
 static inline uint64_t bucket_take(_Atomic uint64_t *vtime, uint64_t now_ns, uint64_t cost_ns,
 				   uint64_t burst_ns)
 {
-	uint64_t cap = burst_ns > cost_ns ? burst_ns : cost_ns;
+	uint64_t cap = bucket_bank_ns(cost_ns, burst_ns);
 	uint64_t lo = now_ns > cap ? now_ns - cap : 0;
 	uint64_t v, base, due;
 

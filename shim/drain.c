@@ -104,7 +104,7 @@ static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
 static uint64_t backlog_take(struct shim_qp *q, struct jst_flow_stats *st, int cls,
 			     uint64_t now, uint64_t cost)
 {
-	uint64_t burst = wrpost_burst(cls, cost), bank = burst > cost ? burst : cost;
+	uint64_t burst = wrpost_burst(cls, cost), bank = bucket_bank_ns(cost, burst);
 	uint64_t from = atomic_load_explicit(&st->bucket_vtime_ns, memory_order_relaxed);
 
 	if (from < q->busy_since)

@@ -188,10 +188,11 @@ static void window_follows_the_base_round_trip(void **state)
 	assert_int_equal(w_end, 12);                    /* 1 MB/s x 10 ms / 1000 + 2 */
 }
 
-/* A drain that comes later than the bank lets a backlogged flow catch up
- * (wrpost_burst(): 4 ms and the token) loses the rest of the grant for
- * good; tokens_lost_ns says how much, counted from when the bucket ran dry
- * or the backlog began, whichever is later.  A drain in time loses none. */
+/* A backlog banks a little credit to catch up with (wrpost_burst(): 4 ms
+ * and the token).  A drain that comes later than that after the bucket ran
+ * dry loses the rest of the grant for good; tokens_lost_ns says how much,
+ * counted from when the bucket ran dry or the backlog began, whichever is
+ * later.  A drain in time loses none. */
 static void late_drain_counts_the_grant_lost(void **state)
 {
 	struct jst_flow_stats *st = &cseg.st[0];
