@@ -23,6 +23,7 @@ void backlogs_add(struct shim_qp *q, uint64_t now)
 		return;
 	q->busy = 1;
 	q->busy_since = now;
+	q->held_since = 0;
 	pthread_mutex_lock(&bl.lock);
 	q->busy_next = bl.head;
 	bl.head = q;

@@ -21,6 +21,8 @@
 #include "vops.h"
 #include "wrpost.h"
 
+#define WINDOW_CARRY_NS 8000000ull /* a window's hold banked at most (backlog_take()) */
+
 /* A backlogged WR the provider refused (QP in error, ...): the application
  * was told "posted", so it gets the completion a flushed WR gets, and so
  * does everything queued behind it. */
@@ -84,9 +86,11 @@ static void unsplit(struct shim_qp *q, struct pend_wr *p)
 }
 
 /* @q's backlog stopped at @now for a token due in @wait ns: the wait is
- * the grant's, counted in token_wait_ns (drain_locked()). */
+ * the grant's, counted in token_wait_ns (drain_locked()).  It spent what
+ * a window hold had banked (backlog_take()). */
 static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
 {
+	q->held_since = 0;
 	/* (the clock again: @now was read before the drain's posts, and a
 	 * software NIC's post does its packet work in the call) */
 	q->tw_start = shim_now_ns();
@@ -100,13 +104,27 @@ static uint64_t token_due(struct shim_qp *q, uint64_t now, uint64_t wait)
  * the split window held the chunks while their completions were late),
  * the rest of the grant is lost.  That time, counted from when the
  * backlog began, is the QP's tokens_lost_ns (JUSTITIA_STATS): what keeps
- * a backlogged flow below its grant other than its tokens. */
+ * a backlogged flow below its grant other than its tokens.
+ *
+ * Except a window's hold: a backlog whose last drains stopped because its
+ * chunks' completions had not come (held_since, up to WINDOW_CARRY_NS of
+ * it) banks that time on top, so the chunks that go when they come catch
+ * up with the grant.  The flow did not leave its grant unused: its NIC
+ * was late (on Soft-RoCE, the guest's CPU not scheduled for 6 ms, which
+ * the 4 ms bank lost 3-6% of the grant to).  What goes at once stays
+ * bounded by the split window; the first drain stopped by a token again
+ * ends the carry (token_due()).  A wake-up late for a token carries
+ * nothing: that is the poster's delay, which the bank already covers. */
 static uint64_t backlog_take(struct shim_qp *q, struct jst_flow_stats *st, int cls,
 			     uint64_t now, uint64_t cost)
 {
-	uint64_t burst = wrpost_burst(cls, cost), bank = bucket_bank_ns(cost, burst);
+	uint64_t burst = wrpost_burst(cls, cost), bank;
 	uint64_t from = atomic_load_explicit(&st->bucket_vtime_ns, memory_order_relaxed);
 
+	if (q->held_since && now > q->held_since)
+		burst += now - q->held_since < WINDOW_CARRY_NS ? now - q->held_since
+							       : WINDOW_CARRY_NS;
+	bank = bucket_bank_ns(cost, burst);
 	if (from < q->busy_since)
 		from = q->busy_since;
 	if (q->busy && now > bank && now - bank > from)
@@ -235,6 +253,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 	int cls = atomic_load_explicit(&q->cls, memory_order_relaxed);
 	int direct = atomic_load_explicit(&q->direct, memory_order_relaxed);
 	struct pend_wr *p;
+	uint64_t due;
 
 	while ((p = q->bl_head)) {
 		int rc;
@@ -276,12 +295,17 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 		}
 		if (p->chunk) {
 			uint32_t window = data_window(q, slot, p, 0, direct);
-			uint64_t due = post_data(q, p, 0, window, now);
+
+			due = post_data(q, p, 0, window, now);
 
 			if (due)
 				return due;
-			if (p->inflight)
-				return follow_locked(q, p, now); /* 0: its completions wake us */
+			if (p->inflight) {
+				due = follow_locked(q, p, now);
+				if (!due && !q->held_since)
+					q->held_since = now; /* its completions wake us */
+				return due;
+			}
 			if (p->failed) {
 				fail_split(q, p);
 				break;
@@ -299,8 +323,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 		}
 		p->paid = 1;
 		if (!p->chunk && wrpost_windowed_qp(q)) {
-			uint64_t due = 0;
-
+			due = 0;
 			rc = wrpost_windowed(q, &p->wr, p->wr_api, now, &due);
 			if (rc == -EAGAIN)
 				return due; /* a tag's completion drains it before */
@@ -322,6 +345,7 @@ static uint64_t drain_backlog_locked(struct shim_qp *q, uint64_t now)
 		free(p);
 	}
 	if (!q->bl_head) {
+		q->held_since = 0;
 		backlogs_remove(q);
 		drain_set_fast_locked(q);
 		/* off the thread's list: only an event brings it back for

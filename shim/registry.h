@@ -84,6 +84,9 @@ struct shim_qp {
 	uint64_t ord_deadline_ns;
 	int busy;                             /* on the progress thread's list */
 	uint64_t busy_since;                  /* ... since then (backlogs.c) */
+	/* its drains stop for the split window's completions since then,
+	 * none for a token (0: not held; drain.c, backlog_take()) */
+	uint64_t held_since;
 	struct shim_window win;               /* direct posts in flight (window.h) */
 	struct shim_split split;              /* split.c */
 	struct classify_state classify;       /* classify.c */
