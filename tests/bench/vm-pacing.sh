@@ -15,7 +15,7 @@
 #             (perftest's "MB/sec" is MiB/s: converted; before 2026-11-26
 #             this row compared MiB/s with 10^6 B/s, 4.6% short), and the
 #             median of each round's fill, and of the grant its backlog
-#             could not bank (JUSTITIA_STATS tokens_lost_ns) over SECS
+#             could not bank (JUSTITIA_STATS tokens_lost_ns) over the run
 # The daemons are each other's peers (reference flow every 5 ms, split-QP
 # lookups), as on two hosts.
 #   two       1 MiB + 64 KiB ib_write_bw at once (mode share): each and sum
@@ -47,7 +47,11 @@
 # SHARE_SECS (default SECS, at least 15) for the two and tput parts: share
 # mode's capacity settles in a few seconds (it starts at MaxRate and probes
 # from there), so 5 s rounds measured mostly its start (the 64 B flow 0.47
-# of plain at 5 s, 0.76-0.82 at 15-20 s in session 16's boots).
+# of plain at 5 s, 0.76-0.82 at 15-20 s in session 16's boots).  The
+# latency part's Justitia rounds run SHARE_SECS too: perftest's -D rate
+# covers its run but the first and the last 2 s (its --margin), so a 5 s
+# round's was one second's, a sixth of it lost to a single stall of the
+# guest; the grant is averaged over the same window.
 set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/build/justitiad
@@ -205,7 +209,7 @@ jbv() {
 }
 anchor_head() { printf '%-34s %10s %10s %7s\n' "$1" "$2" "$3" "${4:-ratio}"; }
 
-echo "== vm-pacing: $ROUNDS rounds of $SECS s ($SHARE_SECS s for two and tput), plain then Justitia (mode auto)"
+echo "== vm-pacing: $ROUNDS rounds of $SECS s ($SHARE_SECS s for two, tput and the latency part's Justitia rounds), plain then Justitia (mode auto)"
 printf '%-34s %10s %10s %7s\n' setting plain justitia ratio
 row() { printf '%-34s %10s %10s %7s\n' "$1" "$2" "$3" "$(ratio "$3" "$2")"; }
 
@@ -243,15 +247,18 @@ if ((mr > 0)); then
 	for n in 0 1; do "$C" -s /run/jp$n/justitiad.sock set max-rate "${mr}Mbit" >/dev/null; done
 fi
 : >"$O/a"; : >"$O/g"; : >"$O/fl"; : >"$O/lost"
+LSECS=$SHARE_SECS
 for _ in $(seq "$ROUNDS"); do
 	rm -f "$O"/lat-stats-*.json
-	"$R" /run/jp1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t $((SECS + 8)) >/dev/null 2>&1 &
+	"$R" /run/jp1/justitiad.sock 1 -c latency -d "$RXE_DEV1" -t $((LSECS + 8)) >/dev/null 2>&1 &
 	LAT=$!
 	sleep 1
-	XENV="JUSTITIA_STATS=$O/lat-stats-%p.json" perf ib_write_bw 1048576 justitia lat
-	# the grant follows SafeUtil: its mean over the run, twice a second
+	SECS=$LSECS XENV="JUSTITIA_STATS=$O/lat-stats-%p.json" perf ib_write_bw 1048576 justitia lat
+	# the grant follows SafeUtil: its mean, twice a second, over the
+	# window perftest's rate covers (from 2 s in to 2 s before the end)
+	sleep 2
 	gs=0 gn=0
-	for _ in $(seq $((SECS * 2))); do
+	for _ in $(seq $(((LSECS - 4) * 2))); do
 		v=$("$C" -s /run/jp1/justitiad.sock --json flows 2>/dev/null |
 			jq '[.flows[] | select(.comm == "ib_write_bw") | .paced_rate_bps // 0] | max // 0')
 		[[ $v =~ ^[0-9]+$ ]] && ((v > 0)) && gs=$((gs + v)) gn=$((gn + 1))
@@ -272,15 +279,15 @@ for _ in $(seq "$ROUNDS"); do
 	# the grant its backlog could not bank (libjustitia(7), tokens_lost_ns),
 	# over the run's SECS
 	l=$(jq -s '[.[].qps[]?.tokens_lost_ns // 0] | add // 0' "$O"/lat-stats-*.json 2>/dev/null)
-	awk -v l="${l:-0}" -v s="$SECS" 'BEGIN { printf "%.3f\n", l / (s * 1e9) }' >>"$O/lost"
+	awk -v l="${l:-0}" -v s="$LSECS" 'BEGIN { printf "%.3f\n", l / (s * 1e9) }' >>"$O/lost"
 done
 a=$(median <"$O/a")
 g=$(median <"$O/g")
 printf '%-34s %10s %10s %7s\n' "latency flow: achieved / granted" "$a" "$g" "$(ratio "$a" "$g")"
 printf '%-34s %10s %10s %7s\n' "... each round's fill, median" "" "" "$(grep -v '^-' "$O/fl" | median)"
-printf '%-34s %10s %10s %7s\n' "... grant lost, late drains / SECS" "" "" "$(median <"$O/lost")"
+printf '%-34s %10s %10s %7s\n' "... grant lost, late drains / run" "" "" "$(median <"$O/lost")"
 echo "(10^6 B/s: perftest's MiB/s x 1.048576, the daemon's grant / 8e6)"
-LAT_CPU=$(awk -v c="$(cat "$O/lat.cpu")" -v b="$(mul "$a" 0.953674)" -v s="$SECS" \
+LAT_CPU=$(awk -v c="$(cat "$O/lat.cpu")" -v b="$(mul "$a" 0.953674)" -v s="$LSECS" \
 	'BEGIN { if (b > 0) printf "%.2f", c * 1000 / (b * s); else print 0 }')
 echo "(MaxRate ${mr} Mbit/s, the lone ib_write_bw's plain rate; below, with no
 latency flow, it only seeds share mode's C when the flows moved nothing yet)"
