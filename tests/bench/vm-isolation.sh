@@ -166,31 +166,39 @@ anchor() {
 	sleep 2
 }
 
-# eflow: "SECONDS GRANT_BPS BYTES" of jd1's bandwidth flow (the elephant)
+# eflow: "SECONDS LATENCY_FLOWS GRANT_BPS BYTES" of jd1: how many latency
+# flows are registered, and its bandwidth flow's (the elephant's) grant and
+# bytes, from one justctl call
 eflow() {
 	echo "$(jv_now) $("$C" -s /run/ji1/justitiad.sock -j flows 2>/dev/null |
-		jq -r '[.flows[] | select(.class == "bandwidth")][0] // {} |
-			"\(.paced_rate_bps // 0) \(.bytes // 0)"')"
+		jq -r '([.flows[] | select(.class == "latency")] | length) as $l |
+			[.flows[] | select(.class == "bandwidth")][0] // {} |
+			"\($l) \(.paced_rate_bps // 0) \(.bytes // 0)"')"
 }
 
 # justitia_round MODE R: the latency flow next to the elephant under
 # Justitia (MODE justitia or justitia2); in $O/moved.MODE.R the elephant's
-# rate while the latency flow ran (bit/s of payload), and its grant then
+# rate while the latency flow was registered (bit/s of payload: its bytes
+# between the first and the last sample that saw the latency flow) and
+# its mean grant then.  (Sampled all along, five times a second: one
+# sample after the latency run, as before 2026-11-27, came once the flow
+# had left and the elephant ran free again, and the run was often over
+# before a sample saw it start: 4 rounds of 5 had no rate, and the anchor
+# ran at another round's.)
 justitia_round() {
 	local m=$1 r=$2 gp
 	daemons_up
 	elephant "$m" "bw-$m.$r"
-	# the elephant once the latency flow is registered
-	(for _ in $(seq 60); do
+	(for _ in $(seq $((TMO * 5))); do
+		eflow
 		sleep 0.2
-		n=$("$C" -s /run/ji1/justitiad.sock -j status 2>/dev/null | jq -r .controller.flows.latency)
-		[[ $n == 1 ]] && { eflow >"$O/eflow.$m.$r"; break; }
-	done) &
+	done) >"$O/eflow.$m.$r" &
 	gp=$!
 	lat "$m.$r" "$m"
-	wait $gp
-	eflow >>"$O/eflow.$m.$r"
-	awk 'NR == 1 { t = $1; g = $2; b = $3 } NR == 2 && $1 > t { printf "%d %d\n", ($3 - b) * 8 / ($1 - t), g }' \
+	kill $gp 2>/dev/null
+	wait $gp 2>/dev/null
+	awk 'NF == 4 && $2 >= 1 { if (!n++) { t = $1; b = $4 } T = $1; B = $4; G += $3 }
+	     END { if (n >= 2 && T > t) printf "%d %d\n", (B - b) * 8 / (T - t), G / n }' \
 		"$O/eflow.$m.$r" >"$O/moved.$m.$r"
 	elephant_stop
 	daemons_down
