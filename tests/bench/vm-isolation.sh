@@ -168,19 +168,22 @@ anchor() {
 
 # eflow: "SECONDS LATENCY_FLOWS GRANT_BPS BYTES" of jd1: how many latency
 # flows are registered, and its bandwidth flow's (the elephant's) grant and
-# bytes, from one justctl call
-eflow() {
-	echo "$(jv_now) $("$C" -s /run/ji1/justitiad.sock -j flows 2>/dev/null |
-		jq -r '([.flows[] | select(.class == "latency")] | length) as $l |
+# bytes, from one justctl call; eflow_raw takes the call only (jq, slow to
+# start on the loaded guest, runs afterwards: eflow_parse)
+eflow_raw() { echo "$(jv_now) $("$C" -s /run/ji1/justitiad.sock -j flows 2>/dev/null | tr -d '\n')"; }
+eflow_parse() {
+	while read -r t j; do
+		echo "$t $(echo "$j" | jq -r '([.flows[] | select(.class == "latency")] | length) as $l |
 			[.flows[] | select(.class == "bandwidth")][0] // {} |
-			"\($l) \(.paced_rate_bps // 0) \(.bytes // 0)"')"
+			"\($l) \(.paced_rate_bps // 0) \(.bytes // 0)"' 2>/dev/null)"
+	done
 }
 
 # justitia_round MODE R: the latency flow next to the elephant under
 # Justitia (MODE justitia or justitia2); in $O/moved.MODE.R the elephant's
 # rate while the latency flow was registered (bit/s of payload: its bytes
 # between the first and the last sample that saw the latency flow) and
-# its mean grant then.  (Sampled all along, five times a second: one
+# its mean grant then.  (Sampled all along, ten times a second: one
 # sample after the latency run, as before 2026-11-27, came once the flow
 # had left and the elephant ran free again, and the run was often over
 # before a sample saw it start: 4 rounds of 5 had no rate, and the anchor
@@ -189,14 +192,15 @@ justitia_round() {
 	local m=$1 r=$2 gp
 	daemons_up
 	elephant "$m" "bw-$m.$r"
-	(for _ in $(seq $((TMO * 5))); do
-		eflow
-		sleep 0.2
-	done) >"$O/eflow.$m.$r" &
+	(for _ in $(seq $((TMO * 10))); do
+		eflow_raw
+		sleep 0.1
+	done) >"$O/eflow-raw.$m.$r" &
 	gp=$!
 	lat "$m.$r" "$m"
 	kill $gp 2>/dev/null
 	wait $gp 2>/dev/null
+	eflow_parse <"$O/eflow-raw.$m.$r" >"$O/eflow.$m.$r"
 	awk 'NF == 4 && $2 >= 1 { if (!n++) { t = $1; b = $4 } T = $1; B = $4; G += $3 }
 	     END { if (n >= 2 && T > t) printf "%d %d\n", (B - b) * 8 / (T - t), G / n }' \
 		"$O/eflow.$m.$r" >"$O/moved.$m.$r"
