@@ -2,8 +2,9 @@
 # vm-isolation.sh: the isolation claim against ideal pacing, in one boot of
 # the Soft-RoCE guest (make bench runs it through justitia-vm --rxe).
 # Numbers only, never pass/fail.  A 2-byte ib_send_lat ping-pong (rxe1 ->
-# rxe0, busy polling) in four settings, ROUNDS times (default 5) in turn, so
-# that a slow moment of the emulated host hurts every setting alike:
+# rxe0, busy polling) in four settings (and two optional ones, below),
+# ROUNDS times (default 5) in turn, so that a slow moment of the emulated
+# host hurts every setting alike:
 #
 #   alone     the latency flow alone
 #   plain     next to a 1 MiB ib_write_bw elephant (rxe1 -> rxe0), no
@@ -26,8 +27,12 @@
 #             its completion channel) like the anchor: busy threads = vCPUs,
 #             and Justitia and the anchor differ only in who paces
 #
-# SHIM2=PATH adds a fifth setting, justitia2: justitia with another build
+# SHIM2=PATH adds a setting, justitia2: justitia with another build
 # of libjustitia.so (an A/B of a shim change in one boot).
+# ANCHOR_DAEMONS=1 adds a setting, anchord: the anchor with both daemons
+# running as in the Justitia rounds (reference flow every 5 ms, nothing
+# preloaded), which tells the daemons' own cost on the guest's two vCPUs
+# from the pacing's.
 #
 # Every latency sample comes from ib_send_lat -H.  Per setting: the median
 # and the range over the rounds of the p50, p95, p99 and of the share of
@@ -46,6 +51,7 @@ ROUNDS=${ROUNDS:-5}
 LAT_N=${LAT_N:-3000}
 TMO=${TMO:-180}
 ELEPHANT=${ELEPHANT:-perftest}
+ANCHOR_DAEMONS=${ANCHOR_DAEMONS:-0}
 # the anchor polls as the elephant does
 APOLL=$([[ $ELEPHANT == justbench ]] && echo event || echo busy)
 mkdir -p "$O"
@@ -233,6 +239,14 @@ for r in $(seq "$ROUNDS"); do
 	lat "anchor.$r" plain
 	elephant_stop
 	echo "anchor $r $(stats "$O/anchor.$r.us") $LAT_WIRE $ARATE" >>"$O/rows"
+	if [[ $ANCHOR_DAEMONS == 1 ]]; then
+		daemons_up
+		anchor "$ARATE" "anchord-bw.$r"
+		lat "anchord.$r" plain
+		elephant_stop
+		daemons_down
+		echo "anchord $r $(stats "$O/anchord.$r.us") $LAT_WIRE $ARATE" >>"$O/rows"
+	fi
 	echo "round $r done: $(grep -c " $r " "$O/rows") settings" >&2
 done
 
@@ -246,8 +260,8 @@ awk '{ k = $1; n[k]++; p50[k, n[k]] = $3; p95[k, n[k]] = $4; p99[k, n[k]] = $5
      function col(a, k,   m) { m = med(a, k, n[k]); return sprintf("%9.1f [%s..%s]", m, lo, hi) }
      END { printf "%-9s %-22s %-22s %-24s %-18s %s\n", "setting", "p50 us", "p95 us", "p99 us",
 		   ">1 ms %", "veth1 MB/s"
-	   split("alone plain justitia justitia2 anchor", ks, " ")
-	   for (i = 1; i <= 5; i++) { k = ks[i]; if (!n[k]) continue
+	   split("alone plain justitia justitia2 anchor anchord", ks, " ")
+	   for (i = 1; i <= 6; i++) { k = ks[i]; if (!n[k]) continue
 		printf "%-9s %-22s %-22s %-24s %-18s %.2f\n", k, col(p50, k), col(p95, k), col(p99, k),
 		       col(o, k), med(w, k, n[k])
 		m99[k] = med(p99, k, n[k]); mo[k] = med(o, k, n[k]); m50[k] = med(p50, k, n[k]) }
@@ -259,7 +273,9 @@ awk '{ k = $1; n[k]++; p50[k, n[k]] = $3; p95[k, n[k]] = $4; p99[k, n[k]] = $5
 	   printf "plain / Justitia: median p99 %.2f\n", rp
 	   if (n["justitia2"]) printf "justitia2 / anchor: median p99 %.2f; justitia2 / justitia: median p99 %.2f\n",
 		(m99["anchor"] > 0) ? m99["justitia2"] / m99["anchor"] : 0,
-		(m99["justitia"] > 0) ? m99["justitia2"] / m99["justitia"] : 0 }' \
+		(m99["justitia"] > 0) ? m99["justitia2"] / m99["justitia"] : 0
+	   if (n["anchord"]) printf "Justitia / anchord (the anchor with the daemons up): median p99 %.2f\n",
+		(m99["anchord"] > 0) ? m99["justitia"] / m99["anchord"] : 0 }' \
 	"$O/rows"
 echo "anchor rate (what Justitia's elephant moved, round by round): $(awk '$1 == "anchor" { printf "%s ", $8 }' "$O/rows")bit/s;" \
 	"Justitia's elephant: moved / granted $(awk '$1 == "justitia" && $9 > 0 { printf "%.2f ", $8 / $9 }' "$O/rows"); rows in $O/rows"
