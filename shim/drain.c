@@ -127,7 +127,9 @@ static uint64_t backlog_take(struct shim_qp *q, struct jst_flow_stats *st, int c
 	bank = bucket_bank_ns(cost, burst);
 	if (from < q->busy_since)
 		from = q->busy_since;
-	if (q->busy && now > bank && now - bank > from)
+	/* (a take of nothing, a split message's final, leaves the bucket as
+	 * it is: the next take counts that span) */
+	if (cost && q->busy && now > bank && now - bank > from)
 		atomic_fetch_add_explicit(&q->st.tokens_lost_ns, now - bank - from,
 					  memory_order_relaxed);
 	return bucket_take(&st->bucket_vtime_ns, now, cost, burst);

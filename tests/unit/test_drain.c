@@ -192,21 +192,24 @@ static void window_follows_the_base_round_trip(void **state)
  * and the token).  A drain that comes later than that after the bucket ran
  * dry loses the rest of the grant for good; tokens_lost_ns says how much,
  * counted from when the bucket ran dry or the backlog began, whichever is
- * later.  A drain in time loses none. */
+ * later.  A drain in time loses none, nor does a take of nothing (the
+ * next take counts that span: counted twice, the sum ran over the run). */
 static void late_drain_counts_the_grant_lost(void **state)
 {
 	struct jst_flow_stats *st = &cseg.st[0];
 	/* 1000 B at 1 MB/s: a 1 ms token, banked up to 5 ms */
 	uint64_t t0 = mono(), bank = wrpost_burst(JST_CLASS_BANDWIDTH, 1000000);
-	uint64_t lost[3];
+	uint64_t lost[4];
 
 	assert_int_equal(bank, 5000000);
 	pthread_mutex_lock(&q->lock);
 	q->busy = 1; /* (not on the thread's list: only this test drains it) */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		/* the backlog began at t0; the bucket ran dry at t0, or 10 ms
-		 * before it (not the backlog's: the flow was idle then) */
-		struct ibv_sge sge = { .addr = 0x1000, .length = 1000 };
+		 * before it (not the backlog's: the flow was idle then); the
+		 * fourth WR moves no bytes: its take takes nothing, and the
+		 * span is the next take's to count, not its own too */
+		struct ibv_sge sge = { .addr = 0x1000, .length = i == 3 ? 0 : 1000 };
 		struct ibv_send_wr wr = { .wr_id = 80 + i, .sg_list = &sge, .num_sge = 1,
 					  .opcode = IBV_WR_RDMA_WRITE,
 					  .send_flags = IBV_SEND_SIGNALED };
@@ -214,7 +217,7 @@ static void late_drain_counts_the_grant_lost(void **state)
 		/* in time; 7 ms after the bank; the same, the bucket dry since before */
 		uint64_t at = t0 + (i == 0 ? 2000000 : bank + 7000000);
 
-		p->cost_bytes = 1000;
+		p->cost_bytes = sge.length;
 		q->bl_head = q->bl_tail = p;
 		q->bl_len = 1;
 		q->busy_since = t0;
@@ -231,10 +234,11 @@ static void late_drain_counts_the_grant_lost(void **state)
 	}
 	q->busy = 0;
 	pthread_mutex_unlock(&q->lock);
-	assert_true(provider_saw(80) && provider_saw(81) && provider_saw(82));
+	assert_true(provider_saw(80) && provider_saw(81) && provider_saw(82) && provider_saw(83));
 	assert_int_equal(lost[0], 0);
 	assert_int_equal(lost[1], 7000000);
 	assert_int_equal(lost[2], 7000000);
+	assert_int_equal(lost[3], 0);
 }
 
 /* Chunks the split window held while their completions were late (a
