@@ -215,6 +215,15 @@ justitia_round() {
 	echo "$m $r $(stats "$O/$m.$r.us") $LAT_WIRE $(cat "$O/moved.$m.$r")" >>"$O/rows"
 }
 
+# anchor_round NAME R: the latency flow next to the anchor paced at ARATE,
+# nothing preloaded (NAME anchor, or anchord with the daemons up)
+anchor_round() {
+	anchor "$ARATE" "$1-bw.$2"
+	lat "$1.$2" plain
+	elephant_stop
+	echo "$1 $2 $(stats "$O/$1.$2.us") $LAT_WIRE $ARATE" >>"$O/rows"
+}
+
 : >"$O/rows"
 ARATE=''
 for r in $(seq "$ROUNDS"); do
@@ -235,17 +244,11 @@ for r in $(seq "$ROUNDS"); do
 	read -r g _ <"$O/moved.justitia.$r" 2>/dev/null || g=0
 	((g > 1000)) && ARATE=$g
 	[[ -n $ARATE ]] || ARATE=$((MAXRATE * 500000)) # half of MaxRate
-	anchor "$ARATE" "anchor-bw.$r"
-	lat "anchor.$r" plain
-	elephant_stop
-	echo "anchor $r $(stats "$O/anchor.$r.us") $LAT_WIRE $ARATE" >>"$O/rows"
+	anchor_round anchor "$r"
 	if [[ $ANCHOR_DAEMONS == 1 ]]; then
 		daemons_up
-		anchor "$ARATE" "anchord-bw.$r"
-		lat "anchord.$r" plain
-		elephant_stop
+		anchor_round anchord "$r"
 		daemons_down
-		echo "anchord $r $(stats "$O/anchord.$r.us") $LAT_WIRE $ARATE" >>"$O/rows"
 	fi
 	echo "round $r done: $(grep -c " $r " "$O/rows") settings" >&2
 done
@@ -260,8 +263,8 @@ awk '{ k = $1; n[k]++; p50[k, n[k]] = $3; p95[k, n[k]] = $4; p99[k, n[k]] = $5
      function col(a, k,   m) { m = med(a, k, n[k]); return sprintf("%9.1f [%s..%s]", m, lo, hi) }
      END { printf "%-9s %-22s %-22s %-24s %-18s %s\n", "setting", "p50 us", "p95 us", "p99 us",
 		   ">1 ms %", "veth1 MB/s"
-	   split("alone plain justitia justitia2 anchor anchord", ks, " ")
-	   for (i = 1; i <= 6; i++) { k = ks[i]; if (!n[k]) continue
+	   nk = split("alone plain justitia justitia2 anchor anchord", ks, " ")
+	   for (i = 1; i <= nk; i++) { k = ks[i]; if (!n[k]) continue
 		printf "%-9s %-22s %-22s %-24s %-18s %.2f\n", k, col(p50, k), col(p95, k), col(p99, k),
 		       col(o, k), med(w, k, n[k])
 		m99[k] = med(p99, k, n[k]); mo[k] = med(o, k, n[k]); m50[k] = med(p50, k, n[k]) }

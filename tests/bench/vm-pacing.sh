@@ -277,7 +277,7 @@ for _ in $(seq "$ROUNDS"); do
 	ratio "$ar" "$(awk -v g="$g" 'BEGIN { printf "%.2f", g / 8e6 }')" >>"$O/fl"
 	echo >>"$O/fl"
 	# the grant its backlog could not bank (libjustitia(7), tokens_lost_ns),
-	# over the run's SECS
+	# over the run's LSECS
 	l=$(jq -s '[.[].qps[]?.tokens_lost_ns // 0] | add // 0' "$O"/lat-stats-*.json 2>/dev/null)
 	awk -v l="${l:-0}" -v s="$LSECS" 'BEGIN { printf "%.3f\n", l / (s * 1e9) }' >>"$O/lost"
 done
