@@ -175,8 +175,25 @@ out:
 	return rc;
 }
 
+/* One line of JSON for a round of watch -j: the time (seconds since the
+ * epoch, to the microsecond), the status reply and the flows. */
+static void watch_json_line(json_t *status, json_t *flows, FILE *out)
+{
+	struct timespec ts;
+	json_t *line;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	line = ctl_xjson(json_pack("{s:i, s:f, s:O, s:O}", "v", PROTO_VERSION, "time",
+				   (double)ts.tv_sec + (double)(ts.tv_nsec / 1000) / 1e6, "status",
+				   status, "flows", flows));
+	json_dumpf(line, out, JSON_COMPACT);
+	fputc('\n', out);
+	json_decref(line);
+}
+
 /* status and flows again every interval, like top: on a terminal the
- * screen is cleared first, otherwise each round starts with a "---" line. */
+ * screen is cleared first, otherwise each round starts with a "---" line;
+ * with -j each round is one line of JSON instead (watch_json_line()). */
 int ctl_run_watch(const struct ctl_opts *o, const char *path, int argc, char **argv, FILE *out,
 		  FILE *err)
 {
@@ -198,6 +215,12 @@ int ctl_run_watch(const struct ctl_opts *o, const char *path, int argc, char **a
 			while (nanosleep(&ts, &ts) && errno == EINTR)
 				;
 		}
+		if (o->json) {
+			rc = fetch_state(o, path, &status, &flows, err);
+			if (!rc)
+				watch_json_line(status, flows, out);
+			goto next;
+		}
 		strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
 		if (tty)
 			fputs("\033[H\033[2J", out);
@@ -214,6 +237,7 @@ int ctl_run_watch(const struct ctl_opts *o, const char *path, int argc, char **a
 			ctl_show_flows(fr, out);
 			json_decref(fr);
 		}
+next:
 		json_decref(status);
 		json_decref(flows);
 		if (fflush(out) || ferror(out)) {

@@ -312,6 +312,31 @@ static void metrics_and_watch(void **state UNUSED)
 	assert_null(strstr(r.out, "\033["));
 	run_free(&r);
 
+	/* watch -j: one line of JSON a round, with its time, the status and
+	 * the flows as the daemon sent them */
+	r = run_fake(replies, "-j", "watch -c 1", NULL);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(fake_requests, "{\"v\":1,\"cmd\":\"status\",\"id\":1}\n"
+					   "{\"v\":1,\"cmd\":\"flows\",\"id\":1}\n");
+	{
+		json_error_t je;
+		json_t *line = json_loads(r.out, JSON_DISABLE_EOF_CHECK, &je);
+		double t = json_real_value(json_object_get(line, "time"));
+
+		assert_non_null(line);
+		assert_int_equal(strlen(r.out), je.position + 1); /* one line, then '\n' */
+		assert_true(t > 1.7e9);
+		assert_int_equal(json_integer_value(json_object_get(
+					 json_object_get(json_object_get(line, "status"), "counts"),
+					 "bandwidth")),
+				 1);
+		assert_int_equal(json_integer_value(json_object_get(
+					 json_array_get(json_object_get(line, "flows"), 0), "bytes")),
+				 77);
+		json_decref(line);
+	}
+	run_free(&r);
+
 	r = run_args("justctl watch -n 0");
 	assert_int_equal(r.rc, EXIT_USAGE);
 	run_free(&r);
