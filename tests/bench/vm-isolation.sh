@@ -172,17 +172,16 @@ anchor() {
 	sleep 2
 }
 
-# eflow: "SECONDS LATENCY_FLOWS GRANT_BPS BYTES" of jd1: how many latency
-# flows are registered, and its bandwidth flow's (the elephant's) grant and
-# bytes, from one justctl call; eflow_raw takes the call only (jq, slow to
-# start on the loaded guest, runs afterwards: eflow_parse)
-eflow_raw() { echo "$(jv_now) $("$C" -s /run/ji1/justitiad.sock -j flows 2>/dev/null | tr -d '\n')"; }
+# eflow: "SECONDS LATENCY_FLOWS GRANT_BPS BYTES" of jd1 per sample: how
+# many latency flows are registered, and its bandwidth flow's (the
+# elephant's) grant and bytes; eflow_watch samples ten times a second with
+# one justctl process all along, eflow_parse reads its lines afterwards
+# (jq, slow to start on the loaded guest)
+eflow_watch() { exec "$C" -s /run/ji1/justitiad.sock -j watch -n 0.1 2>/dev/null; }
 eflow_parse() {
-	while read -r t j; do
-		echo "$t $(echo "$j" | jq -r '([.flows[] | select(.class == "latency")] | length) as $l |
-			[.flows[] | select(.class == "bandwidth")][0] // {} |
-			"\($l) \(.paced_rate_bps // 0) \(.bytes // 0)"' 2>/dev/null)"
-	done
+	jq -r '([.flows[] | select(.class == "latency")] | length) as $l |
+		([.flows[] | select(.class == "bandwidth")][0] // {}) as $b |
+		"\(.time) \($l) \($b.paced_rate_bps // 0) \($b.bytes // 0)"' 2>/dev/null
 }
 
 # justitia_round MODE R: the latency flow next to the elephant under
@@ -198,10 +197,7 @@ justitia_round() {
 	local m=$1 r=$2 gp
 	daemons_up
 	elephant "$m" "bw-$m.$r"
-	(for _ in $(seq $((TMO * 10))); do
-		eflow_raw
-		sleep 0.1
-	done) >"$O/eflow-raw.$m.$r" &
+	eflow_watch >"$O/eflow-raw.$m.$r" &
 	gp=$!
 	lat "$m.$r" "$m"
 	kill $gp 2>/dev/null
