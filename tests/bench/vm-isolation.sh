@@ -14,10 +14,16 @@
 #             what round 1's plain elephant left on the link), all four
 #             perftest processes preloaded
 #   anchor    ideal pacing, no daemon, no shim: the elephant is justbench
-#             sending 8 KiB WRITEs, 4 in flight, paced by itself at the
-#             rate Justitia's elephant moved (its flow's bytes, justctl
-#             flows) while the latency flow ran in the same round, polling
-#             as the elephant does (busy next to ib_write_bw)
+#             sending 8 KiB WRITEs, 4 in flight, paced by itself, polling
+#             as the elephant does (busy next to ib_write_bw), at the rate
+#             Justitia's elephant moved (its flow's bytes, justctl flows)
+#             while the latency flow ran in the same round, times a scale
+#             that puts as much on the wire as Justitia's round did:
+#             justbench makes up no time it was not scheduled, and at the
+#             bare rate carried 0.8 of it (2026-11-27); the scale starts at
+#             1.25 and follows the steady wire rates of the round before
+#             (veth1 from half a second into each ping-pong, into
+#             Justitia's once its elephant is split and paced, to the end)
 #
 # ELEPHANT picks the elephant of plain and justitia:
 #   perftest  (default) ib_write_bw -s 1M: 128 MiB in flight and a busy
@@ -30,9 +36,10 @@
 # SHIM2=PATH adds a setting, justitia2: justitia with another build
 # of libjustitia.so (an A/B of a shim change in one boot).
 # ANCHOR_DAEMONS=1 adds a setting, anchord: the anchor with both daemons
-# running as in the Justitia rounds (reference flow every 5 ms, nothing
-# preloaded), which tells the daemons' own cost on the guest's two vCPUs
-# from the pacing's.
+# running as in the Justitia rounds, their reference flow probing every
+# 5 ms (always_on: nothing is preloaded, so no latency flow registers and
+# it would not run otherwise, as before 2026-11-27), which tells the
+# daemons' own cost on the guest's two vCPUs from the pacing's.
 #
 # Every latency sample comes from ib_send_lat -H.  Per setting: the median
 # and the range over the rounds of the p50, p95, p99 and of the share of
@@ -61,6 +68,23 @@ chmod 600 "$O/secret"
 port=19300
 
 wire() { echo "$(jv_now) $(cat /sys/class/net/veth1/statistics/tx_bytes)"; }
+# wireprof: "SECONDS BYTES" of veth1 twenty times a second, until killed
+# (bash builtins only: no process per sample)
+wireprof() {
+	local b
+	exec 9<> <(:)
+	while :; do
+		read -r b </sys/class/net/veth1/statistics/tx_bytes
+		echo "$EPOCHREALTIME $b"
+		read -r -t 0.05 -u 9 _
+	done
+}
+# steady NAME R FILE FROM: veth1 MB/s in FILE (wireprof's) from FROM to the
+# end of the ping-pong (LAT_T1), into $O/steady as "NAME R MB/s"
+steady() {
+	awk -v a="$4" -v b="$LAT_T1" -v k="$1 $2" '$1 >= a && $1 <= b { if (!n++) { t = $1; x = $2 } T = $1; X = $2 }
+		END { if (n >= 2 && T > t) printf "%s %.2f\n", k, (X - x) / (T - t) / 1e6 }' "$3" >>"$O/steady"
+}
 mbps() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
 	printf "%.2f", (y[2] - x[2]) / (y[1] - x[1]) / 1e6 }'; }
 
@@ -73,7 +97,7 @@ daemons_up() {
 { "runtime_dir": "/run/ji$n", "log_level": "warn", "qpwatch": false,
   "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID, "max_rate": "${MAXRATE}Mbit" } ],
   "controller": { "target99_us": $TARGET_US },
-  "reference": { "listen_address": "${!me}", "period_us": 5000,
+  "reference": { "listen_address": "${!me}", "period_us": 5000, "always_on": ${REF_ALWAYS:-false},
                  "peers": [ { "address": "${!peer}", "device": "${!dev}" } ],
                  "secret_file": "$O/secret" } }
 EOT
@@ -120,7 +144,9 @@ lat() {
 	local w0 w1
 	perf "$1" "$2" lat ib_send_lat -s 2 -n "$LAT_N" -H || return 1
 	w0=$(wire)
+	LAT_T0=$EPOCHREALTIME
 	wait "$CLI"
+	LAT_T1=$EPOCHREALTIME
 	w1=$(wire)
 	wait "$SRV"
 	LAT_WIRE=$(mbps "$w0" "$w1")
@@ -194,18 +220,24 @@ eflow_parse() {
 # before a sample saw it start: 4 rounds of 5 had no rate, and the anchor
 # ran at another round's.)
 justitia_round() {
-	local m=$1 r=$2 gp
+	local m=$1 r=$2 gp wp
 	daemons_up
 	elephant "$m" "bw-$m.$r"
 	eflow_watch >"$O/eflow-raw.$m.$r" &
 	gp=$!
+	wireprof >"$O/wire.$m.$r" &
+	wp=$!
 	lat "$m.$r" "$m"
-	kill $gp 2>/dev/null
-	wait $gp 2>/dev/null
+	kill $gp $wp 2>/dev/null
+	wait $gp $wp 2>/dev/null
 	eflow_parse <"$O/eflow-raw.$m.$r" >"$O/eflow.$m.$r"
 	awk 'NF == 4 && $2 >= 1 { if (!n++) { t = $1; b = $4 } T = $1; B = $4; G += $3 }
 	     END { if (n >= 2 && T > t) printf "%d %d\n", (B - b) * 8 / (T - t), G / n }' \
 		"$O/eflow.$m.$r" >"$O/moved.$m.$r"
+	# the wire once the elephant is split and paced: half a second after
+	# the first sample that saw the latency flow
+	steady "$m" "$r" "$O/wire.$m.$r" \
+		"$(awk 'NF == 4 && $2 >= 1 { printf "%.6f\n", $1 + 0.5; exit }' "$O/eflow.$m.$r")"
 	elephant_stop
 	daemons_down
 	echo "$m $r $(stats "$O/$m.$r.us") $LAT_WIRE $(cat "$O/moved.$m.$r")" >>"$O/rows"
@@ -214,14 +246,30 @@ justitia_round() {
 # anchor_round NAME R: the latency flow next to the anchor paced at ARATE,
 # nothing preloaded (NAME anchor, or anchord with the daemons up)
 anchor_round() {
+	local wp
 	anchor "$ARATE" "$1-bw.$2"
+	wireprof >"$O/wire.$1.$2" &
+	wp=$!
 	lat "$1.$2" plain
+	kill $wp 2>/dev/null
+	wait $wp 2>/dev/null
+	steady "$1" "$2" "$O/wire.$1.$2" "$(awk -v t="$LAT_T0" 'BEGIN { printf "%.6f\n", t + 0.5 }')"
 	elephant_stop
 	echo "$1 $2 $(stats "$O/$1.$2.us") $LAT_WIRE $ARATE" >>"$O/rows"
 }
 
+# ascale R: the anchor's scale for the next round, from round R's steady
+# wire rates (Justitia's over the anchor's), within 1..3
+ascale() {
+	ASCALE=$(awk -v s="$ASCALE" -v r="$1" '$2 == r && $1 == "justitia" { j = $3 }
+		$2 == r && $1 == "anchor" { a = $3 }
+		END { if (j > 0 && a > 0) s = s * j / a; if (s < 1) s = 1; if (s > 3) s = 3
+		      printf "%.3f", s }' "$O/steady")
+}
+
 : >"$O/rows"
-ARATE=''
+: >"$O/steady"
+ARATE='' ASCALE=1.25
 for r in $(seq "$ROUNDS"); do
 	lat "alone.$r" plain
 	echo "alone $r $(stats "$O/alone.$r.us") $LAT_WIRE" >>"$O/rows"
@@ -238,15 +286,17 @@ for r in $(seq "$ROUNDS"); do
 	justitia_round justitia "$r"
 	[[ -n $SHIM2 ]] && justitia_round justitia2 "$r"
 	read -r g _ <"$O/moved.justitia.$r" 2>/dev/null || g=0
-	((g > 1000)) && ARATE=$g
-	[[ -n $ARATE ]] || ARATE=$((MAXRATE * 500000)) # half of MaxRate
+	((g > 1000)) || g=${MOVED:-$((MAXRATE * 500000))} # (else half of MaxRate)
+	MOVED=$g
+	ARATE=$(awk -v g="$g" -v s="$ASCALE" 'BEGIN { printf "%d", g * s }')
 	anchor_round anchor "$r"
 	if [[ $ANCHOR_DAEMONS == 1 ]]; then
-		daemons_up
+		REF_ALWAYS=true daemons_up
 		anchor_round anchord "$r"
 		daemons_down
 	fi
-	echo "round $r done: $(grep -c " $r " "$O/rows") settings" >&2
+	ascale "$r"
+	echo "round $r done: $(grep -c " $r " "$O/rows") settings; the anchor's scale next: $ASCALE" >&2
 done
 
 echo "vm-isolation ($ELEPHANT elephant): ib_send_lat -s 2 x $LAT_N per measurement, $ROUNDS rounds in one boot;" \
@@ -273,8 +323,9 @@ awk '{ k = $1; n[k]++; p50[k, n[k]] = $3; p95[k, n[k]] = $4; p99[k, n[k]] = $5
 	   if (n["justitia2"]) printf "justitia2 / anchor: median p99 %.2f; justitia2 / justitia: median p99 %.2f\n",
 		(m99["anchor"] > 0) ? m99["justitia2"] / m99["anchor"] : 0,
 		(m99["justitia"] > 0) ? m99["justitia2"] / m99["justitia"] : 0
-	   if (n["anchord"]) printf "Justitia / anchord (the anchor with the daemons up): median p99 %.2f\n",
+	   if (n["anchord"]) printf "Justitia / anchord (the anchor with the daemons probing): median p99 %.2f\n",
 		(m99["anchord"] > 0) ? m99["justitia"] / m99["anchord"] : 0 }' \
 	"$O/rows"
-echo "anchor rate (what Justitia's elephant moved, round by round): $(awk '$1 == "anchor" { printf "%s ", $8 }' "$O/rows")bit/s;" \
+echo "steady wire MB/s, round by round: $(awk '{ w[$1] = w[$1] " " $3 } END { for (k in w) printf "%s%s; ", k, w[k] }' "$O/steady")"
+echo "anchor rate (what Justitia's elephant moved, times the scale; round by round): $(awk '$1 == "anchor" { printf "%s ", $8 }' "$O/rows")bit/s;" \
 	"Justitia's elephant: moved / granted $(awk '$1 == "justitia" && $9 > 0 { printf "%.2f ", $8 / $9 }' "$O/rows"); rows in $O/rows"
