@@ -82,6 +82,7 @@ wireprof() {
 # steady NAME R FILE FROM: veth1 MB/s in FILE (wireprof's) from FROM to the
 # end of the ping-pong (LAT_T1), into $O/steady as "NAME R MB/s"
 steady() {
+	[[ -n $4 ]] || return 0 # (no sample saw the latency flow)
 	awk -v a="$4" -v b="$LAT_T1" -v k="$1 $2" '$1 >= a && $1 <= b { if (!n++) { t = $1; x = $2 } T = $1; X = $2 }
 		END { if (n >= 2 && T > t) printf "%s %.2f\n", k, (X - x) / (T - t) / 1e6 }' "$3" >>"$O/steady"
 }
