@@ -215,21 +215,21 @@ int ctl_run_watch(const struct ctl_opts *o, const char *path, int argc, char **a
 			while (nanosleep(&ts, &ts) && errno == EINTR)
 				;
 		}
-		if (o->json) {
-			rc = fetch_state(o, path, &status, &flows, err);
-			if (!rc)
-				watch_json_line(status, flows, out);
-			goto next;
+		if (!o->json) {
+			strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
+			if (tty)
+				fputs("\033[H\033[2J", out);
+			else if (round)
+				fputs("---\n", out);
+			fprintf(out, "justitiad on %s at %s (every %gs; Ctrl-C ends)\n\n", path,
+				when, interval);
 		}
-		strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
-		if (tty)
-			fputs("\033[H\033[2J", out);
-		else if (round)
-			fputs("---\n", out);
-		fprintf(out, "justitiad on %s at %s (every %gs; Ctrl-C ends)\n\n", path, when,
-			interval);
-		rc = fetch_state(o, path, &status, &flows, out);
-		if (!rc) {
+		/* (a daemon that does not answer: said in the round, or on
+		 * stderr under -j, whose output stays JSON) */
+		rc = fetch_state(o, path, &status, &flows, o->json ? err : out);
+		if (!rc && o->json) {
+			watch_json_line(status, flows, out);
+		} else if (!rc) {
 			json_t *fr = ctl_xjson(json_pack("{s:O}", "flows", flows));
 
 			ctl_show_status(status, out);
@@ -237,7 +237,6 @@ int ctl_run_watch(const struct ctl_opts *o, const char *path, int argc, char **a
 			ctl_show_flows(fr, out);
 			json_decref(fr);
 		}
-next:
 		json_decref(status);
 		json_decref(flows);
 		if (fflush(out) || ferror(out)) {
