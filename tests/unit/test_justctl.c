@@ -324,7 +324,8 @@ static void metrics_and_watch(void **state UNUSED)
 		double t = json_real_value(json_object_get(line, "time"));
 
 		assert_non_null(line);
-		assert_int_equal(strlen(r.out), je.position + 1); /* one line, then '\n' */
+		assert_int_equal(strlen(r.out), je.position + 1); /* the object, then '\n' */
+		assert_null(memchr(r.out, '\n', strlen(r.out) - 1)); /* on one line */
 		assert_true(t > 1.7e9);
 		assert_int_equal(json_integer_value(json_object_get(
 					 json_object_get(json_object_get(line, "status"), "counts"),
