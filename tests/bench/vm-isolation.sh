@@ -79,11 +79,12 @@ wireprof() {
 		read -r -t 0.05 -u 9 _
 	done
 }
-# steady NAME R FILE FROM: veth1 MB/s in FILE (wireprof's) from FROM to the
-# end of the ping-pong (LAT_T1), into $O/steady as "NAME R MB/s"
+# steady NAME R FILE START: veth1 MB/s in FILE (wireprof's) from half a
+# second after START to the end of the ping-pong (LAT_T1), into $O/steady
+# as "NAME R MB/s"
 steady() {
 	[[ -n $4 ]] || return 0 # (no sample saw the latency flow)
-	awk -v a="$4" -v b="$LAT_T1" -v k="$1 $2" '$1 >= a && $1 <= b { if (!n++) { t = $1; x = $2 } T = $1; X = $2 }
+	awk -v a="$4" -v b="$LAT_T1" -v k="$1 $2" '$1 >= a + 0.5 && $1 <= b { if (!n++) { t = $1; x = $2 } T = $1; X = $2 }
 		END { if (n >= 2 && T > t) printf "%s %.2f\n", k, (X - x) / (T - t) / 1e6 }' "$3" >>"$O/steady"
 }
 mbps() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
@@ -235,10 +236,9 @@ justitia_round() {
 	awk 'NF == 4 && $2 >= 1 { if (!n++) { t = $1; b = $4 } T = $1; B = $4; G += $3 }
 	     END { if (n >= 2 && T > t) printf "%d %d\n", (B - b) * 8 / (T - t), G / n }' \
 		"$O/eflow.$m.$r" >"$O/moved.$m.$r"
-	# the wire once the elephant is split and paced: half a second after
-	# the first sample that saw the latency flow
-	steady "$m" "$r" "$O/wire.$m.$r" \
-		"$(awk 'NF == 4 && $2 >= 1 { printf "%.6f\n", $1 + 0.5; exit }' "$O/eflow.$m.$r")"
+	# the wire once the elephant is split and paced: from the first
+	# sample that saw the latency flow
+	steady "$m" "$r" "$O/wire.$m.$r" "$(awk 'NF == 4 && $2 >= 1 { print $1; exit }' "$O/eflow.$m.$r")"
 	elephant_stop
 	daemons_down
 	echo "$m $r $(stats "$O/$m.$r.us") $LAT_WIRE $(cat "$O/moved.$m.$r")" >>"$O/rows"
@@ -254,7 +254,7 @@ anchor_round() {
 	lat "$1.$2" plain
 	kill $wp 2>/dev/null
 	wait $wp 2>/dev/null
-	steady "$1" "$2" "$O/wire.$1.$2" "$(awk -v t="$LAT_T0" 'BEGIN { printf "%.6f\n", t + 0.5 }')"
+	steady "$1" "$2" "$O/wire.$1.$2" "$LAT_T0"
 	elephant_stop
 	echo "$1 $2 $(stats "$O/$1.$2.us") $LAT_WIRE $ARATE" >>"$O/rows"
 }
