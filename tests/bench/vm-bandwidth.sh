@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/build/justitiad
 SHIM=$PWD/build/libjustitia.so
-O=${BENCH_OUT:-/tmp/vm-bandwidth}
+O=$(realpath -m "${BENCH_OUT:-/tmp/vm-bandwidth}") # absolute: the daemons want absolute paths
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-6}
 mkdir -p "$O"
@@ -30,6 +30,8 @@ EOT
 	done
 	for n in 0 1; do
 		for _ in $(seq 100); do [ -S /run/bw$n/justitiad.sock ] && break; sleep 0.05; done
+		[ -S /run/bw$n/justitiad.sock ] ||
+			{ echo "daemon $n did not start: $(tail -1 "$O/jd$n.log")" >&2; exit 1; }
 	done
 }
 

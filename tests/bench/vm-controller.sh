@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 D=$PWD/build/justitiad
 C=$PWD/build/justctl
 R=$PWD/build/tests/flowreg
-O=${BENCH_OUT:-/tmp/vm-controller}
+O=$(realpath -m "${BENCH_OUT:-/tmp/vm-controller}") # absolute: the daemons want absolute paths
 MEASURE_S=${MEASURE_S:-5}
 HZ=$(getconf CLK_TCK)
 mkdir -p "$O"

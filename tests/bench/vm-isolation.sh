@@ -53,7 +53,7 @@ C=$PWD/build/justctl
 B=$PWD/build/justbench
 SHIM=$PWD/build/libjustitia.so
 SHIM2=${SHIM2:-}
-O=${BENCH_OUT:-/tmp/vm-isolation}
+O=$(realpath -m "${BENCH_OUT:-/tmp/vm-isolation}") # absolute: the daemons want absolute paths
 ROUNDS=${ROUNDS:-5}
 LAT_N=${LAT_N:-3000}
 TMO=${TMO:-180}
@@ -108,6 +108,8 @@ EOT
 	done
 	for n in 0 1; do
 		for _ in $(seq 100); do [ -S /run/ji$n/justitiad.sock ] && break; sleep 0.05; done
+		[ -S /run/ji$n/justitiad.sock ] ||
+			{ echo "daemon $n did not start: $(tail -1 "$O/jd$n.log")" >&2; exit 1; }
 	done
 	sleep 1 # the channel up before the flows register
 }

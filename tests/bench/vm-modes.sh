@@ -33,7 +33,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=$PWD/build/justbench
 SHIM=$PWD/build/libjustitia.so
-O=${BENCH_OUT:-/tmp/vm-modes}
+O=$(realpath -m "${BENCH_OUT:-/tmp/vm-modes}") # absolute: the daemons want absolute paths
 ROUNDS=${ROUNDS:-3}
 MODES=" ${MODES:-poll-cost bidir reuse overhead overlap progress} "
 want() { [[ $MODES == *" $1 "* ]]; }

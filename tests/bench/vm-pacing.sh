@@ -58,7 +58,7 @@ D=$PWD/build/justitiad
 C=$PWD/build/justctl
 R=$PWD/build/tests/flowreg
 SHIM=$PWD/build/libjustitia.so
-O=${BENCH_OUT:-/tmp/vm-pacing}
+O=$(realpath -m "${BENCH_OUT:-/tmp/vm-pacing}") # absolute: the daemons want absolute paths
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-5}
 SHARE_SECS=${SHARE_SECS:-$((SECS > 15 ? SECS : 15))}
@@ -91,6 +91,8 @@ EOT
 	done
 	for n in 0 1; do
 		for _ in $(seq 100); do [ -S /run/jp$n/justitiad.sock ] && break; sleep 0.05; done
+		[ -S /run/jp$n/justitiad.sock ] ||
+			{ echo "daemon $n did not start: $(tail -1 "$O/jd$n.log")" >&2; exit 1; }
 	done
 }
 daemons_down() {
