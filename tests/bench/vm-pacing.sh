@@ -24,6 +24,9 @@
 #             daemons' max_ops is what a lone 64 B flow did plain (TokenOps
 #             then values an operation at what the NIC really does), as
 #             max_rate is for bytes
+#             DAEMON2 (a justitiad build): a third setting each round, the
+#             same Justitia run under DAEMON2's daemons (an A/B of two
+#             daemons in one boot)
 #   cpu       the lone 1 MiB ib_write_bw client's CPU (user + system, the
 #             shim's progress thread included) per MB moved
 # After the latency, two and tput parts, anchors: the same workload paced by
@@ -432,18 +435,35 @@ if [ -z "${mr:-}" ]; then
 	done
 	mr=$(awk -v b="$(median <"$O/w")" 'BEGIN { printf "%d", b * 8 * 1.048576 }')
 fi
+tput_dev="\"max_ops\": $mops${mr:+, \"max_rate\": \"${mr}Mbit\"}"
 daemons_down
-daemons_up "\"max_ops\": $mops${mr:+, \"max_rate\": \"${mr}Mbit\"}"
-: >"$O/p"; : >"$O/j"; : >"$O/pe"; : >"$O/je"
+daemons_up "$tput_dev"
+: >"$O/p"; : >"$O/j"; : >"$O/pe"; : >"$O/je"; : >"$O/o"; : >"$O/oe"
 for _ in $(seq "$ROUNDS"); do
-	for m in plain justitia; do
+	for m in plain justitia ${DAEMON2:+other}; do
+		k=${m:0:1}
+		if [ $m = other ]; then
+			# the same round under DAEMON2's daemons (the shim alike)
+			daemons_down
+			D=$DAEMON2 daemons_up "$tput_dev"
+			m=justitia
+		fi
 		pair 1048576 64 $m ele tp JUSTITIA_CLASS=tput
-		col tp 64 5 >>"$O/${m:0:1}"
-		col ele 1048576 4 >>"$O/${m:0:1}e"
+		col tp 64 5 >>"$O/$k"
+		col ele 1048576 4 >>"$O/${k}e"
+		if [ "$k" = o ]; then
+			daemons_down
+			daemons_up "$tput_dev"
+		fi
 	done
 done
 row "64 B next to elephant (Mpps)" "$(median <"$O/p")" "$(median <"$O/j")"
 row "... the elephant (MB/s)" "$(median <"$O/pe")" "$(median <"$O/je")"
+if [ -n "${DAEMON2:-}" ]; then
+	row "64 B, DAEMON2's daemons (Mpps)" "$(median <"$O/p")" "$(median <"$O/o")"
+	row "... the elephant (MB/s)" "$(median <"$O/pe")" "$(median <"$O/oe")"
+	echo "(per round, plain / Justitia / DAEMON2: 64 B $(paste -sd' ' "$O/p") / $(paste -sd' ' "$O/j") / $(paste -sd' ' "$O/o"))"
+fi
 echo "(max_ops $mops, a lone 64 B flow's plain rate, and max_rate $mr Mbit/s, a lone 1 MiB
 flow's; the 64 B flow JUSTITIA_CLASS=tput)"
 
