@@ -161,6 +161,7 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 			.fill = f->share_fill,
 			.sat_bps = f->share_sat_bps,
 			.no_lend = f->share_no_lend,
+			.boost = f->share_boost,
 		};
 		k++;
 	}
@@ -185,12 +186,16 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 
 		share_update(&c->share, sf, k);
 		/* per flow: used/granted, bound, queued, satisfied, not lending,
-		 * new fraction */
+		 * new fraction, a throughput flow's boost */
 		for (size_t j = 0; j < k && at >= 0 && (size_t)at < sizeof(line); j++)
 			at += snprintf(line + at, sizeof(line) - (size_t)at,
 				       " %.2f/%.2f b%.2f q%.2f%s%s>%.2f", sf[j].used, sf[j].granted,
 				       sf[j].bound, sf[j].queued,
 				       sf[j].satisfied ? "s" : "", sf[j].no_lend ? "n" : "", sf[j].frac);
+		for (size_t j = 0, b = 0; j < k && at >= 0 && (size_t)at < sizeof(line); j++)
+			if (sf[j].boost.x > 1)
+				at += snprintf(line + at, sizeof(line) - (size_t)at, "%s%zu:x%.2f",
+					       b++ ? " " : "; boost ", j, sf[j].boost.x);
 		log_debug(LOG_SS_CTRL, "share window: C %llu -> %llu bit/s;%s",
 			  (unsigned long long)c_old, (unsigned long long)c->share.c_bps, line);
 	} else {
@@ -214,6 +219,7 @@ static void share_rates(struct ctrl *c, size_t n, double w_rem, bool window_ende
 			f->share_fill = sf[k].fill;
 			f->share_sat_bps = sf[k].sat_bps;
 			f->share_no_lend = sf[k].no_lend;
+			f->share_boost = sf[k].boost;
 		}
 		frac = competing(f) ? sf[k++].frac : 0;
 		if (frac <= 0) /* not active, or new since the window: room to start */

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "rreadmsg.h"
+#include "share.h"
 #include "shm.h"
 
 struct proc;
@@ -58,6 +59,7 @@ struct flow {
 	double share_fill;              /* its fill, averaged (share.h) */
 	double share_sat_bps;           /* its use when judged satisfied (share.h) */
 	uint32_t share_no_lend;         /* windows it may not be judged so (share.h) */
+	struct share_boost share_boost; /* a throughput flow's, above its share */
 	/* remote READ control, the requester's side (rread.c) */
 	bool reads;                   /* the shim saw it post RDMA READs (JST_FS_READ) */
 	struct flow_remote {

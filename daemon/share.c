@@ -34,6 +34,9 @@ static bool says_nothing(const struct share_flow *f)
 {
 	if (bound(f))
 		return false;
+	/* a boosted flow that used its fair share: what it left is its boost */
+	if (f->boost.x > 1 && f->used >= SHARE_BINDING * f->granted / f->boost.x)
+		return true;
 	return f->batches ? f->fill >= SHARE_SATISFIED : f->queued < SHARE_QUEUED;
 }
 
@@ -55,6 +58,9 @@ static bool satisfied(const struct share_flow *f, bool judge)
 	if (f->no_lend || bound(f) || queued_by_nic(f) ||
 	    !(f->granted > 0 && f->fill < SHARE_SATISFIED))
 		return false;
+	/* a boosted flow that still used its fair share needs it */
+	if (f->boost.x > 1 && f->used >= f->granted / f->boost.x)
+		return false;
 	return f->satisfied || judge;
 }
 
@@ -70,6 +76,69 @@ static uint64_t clamp_bps(double c)
 static uint64_t carried(uint64_t c_bps, double moved)
 {
 	return moved < 1 ? clamp_bps((double)c_bps * moved) : c_bps;
+}
+
+/* What @f moved of C (its average fill), a boosted flow's at most its fair
+ * share: the boost is carried on top of C (share.h). */
+static double moved_of_c(const struct share_flow *f)
+{
+	double m = f->granted > 0 ? f->fill * f->granted : f->used;
+
+	if (f->boost.x > 1 && m > f->granted / f->boost.x)
+		m = f->granted / f->boost.x;
+	return m;
+}
+
+static bool boost_trying(const struct share_flow *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i].boost.trying)
+			return true;
+	return false;
+}
+
+/* Throughput flows above their share (share.h), after C's step; @c_probe:
+ * C probes this window (one trial at a time). */
+static void boost_update(struct share_flow *f, size_t n, bool c_probe)
+{
+	bool others = false, others_bound = true;
+
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].batches || f[i].satisfied || !f[i].granted)
+			continue;
+		others = true;
+		others_bound = others_bound && bound(&f[i]);
+	}
+	others_bound = others && others_bound;
+	for (size_t i = 0; i < n; i++) {
+		struct share_boost *b = &f[i].boost;
+		bool fills = f[i].granted > 0 && f[i].used >= SHARE_SATISFIED * f[i].granted;
+
+		if (!f[i].batches || f[i].satisfied || !f[i].granted) {
+			*b = (struct share_boost){ .x = 1 };
+			continue;
+		}
+		if (b->x < 1)
+			b->x = 1;
+		if (b->hold)
+			b->hold--;
+		if (b->trying) {
+			b->trying = false;
+			if (!fills || !others_bound) {
+				b->x = b->from;
+				b->hold = SHARE_HOLD;
+				continue;
+			}
+		} else if (b->x > 1 && (!fills || !others_bound)) {
+			b->x = b->x / SHARE_BOOST_STEP > 1 ? b->x / SHARE_BOOST_STEP : 1;
+			continue;
+		}
+		if (!b->hold && !c_probe && fills && others_bound) {
+			b->from = b->x;
+			b->x *= SHARE_BOOST_STEP;
+			b->trying = true;
+		}
+	}
 }
 
 double share_queued_fraction(uint32_t end_us, uint32_t start_us, uint64_t dt_ns)
@@ -89,6 +158,7 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
 	for (size_t i = 0; i < n; i++) {
 		f[i].satisfied = false;
 		f[i].fill = 0;
+		f[i].boost = (struct share_boost){ .x = 1 };
 	}
 	share_split(f, n, st->c_bps, st->c_bps);
 }
@@ -109,7 +179,7 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 
 		/* averaged while C stays: new flows and a new C start over */
 		f[i].fill = !st->moved_c && f[i].fill > 0 && raw > 0 ? (f[i].fill + raw) / 2 : raw;
-		moved += f[i].granted > 0 ? f[i].fill * f[i].granted : f[i].used;
+		moved += moved_of_c(&f[i]);
 	}
 	/* new judgments only from a window that ran on no probe and left
 	 * room on the link */
@@ -158,11 +228,14 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE_MORE);
 		} else if (st->hold) {
 			st->hold--;
+		} else if (boost_trying(f, n)) {
+			/* a throughput flow's raise first, one trial at a time */
 		} else {
 			st->c_base_bps = carried(c_old, moved);
 			st->c_bps = clamp_bps((double)c_old * SHARE_PROBE);
 			st->probing = true;
 			st->moved_c = true;
+			boost_update(f, n, true);
 			share_split(f, n, c_old, st->c_bps);
 			return;
 		}
@@ -185,6 +258,7 @@ void share_update(struct share_state *st, struct share_flow *f, size_t n)
 	if (!st->probing)
 		st->c_base_bps = 0;
 	st->moved_c = st->c_bps != c_old;
+	boost_update(f, n, st->probing);
 	share_split(f, n, c_old, st->c_bps);
 }
 
@@ -218,7 +292,20 @@ void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_
 			}
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		if (f[i].frac < 0)
-			f[i].frac = left > 0 && w > 0 ? left * weight(&f[i]) / w : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (f[i].frac >= 0)
+			continue;
+		f[i].frac = left > 0 && w > 0 ? left * weight(&f[i]) / w : 0;
+		/* a throughput flow's boost, on top of C (share.h) */
+		if (f[i].boost.x > 1) {
+			/* at most all of C */
+			if (f[i].frac * f[i].boost.x > 1 && f[i].frac > 0) {
+				f[i].boost.x = 1 / f[i].frac;
+				/* (nothing left to try) */
+				if (f[i].boost.x <= f[i].boost.from)
+					f[i].boost.trying = false;
+			}
+			f[i].frac *= f[i].boost.x;
+		}
+	}
 }

@@ -82,6 +82,22 @@
  *    split of a C too large (on Soft-RoCE a probe from 276 to 304 Mbit/s that a 64 B flow
  *    next to an elephant could not follow took C to 228, where both
  *    filled their grants through the hold's 2 s).
+ *  - a throughput flow that uses SHARE_SATISFIED of its grant or more
+ *    while every bandwidth flow is held back by its own grant gets more on
+ *    top of its share (its boost: SHARE_BOOST_STEP a window, at most all
+ *    of C), while it still uses SHARE_SATISFIED of the raised grant and
+ *    the bandwidth flows still fill theirs.  A raise that fails is undone
+ *    and not tried again for SHARE_HOLD windows; a boost it stops using,
+ *    or that keeps a bandwidth flow from its grant, steps back down.  The
+ *    others keep their shares of C (the paper's sharing incentive: each
+ *    flow at least 1/n of its dominant resource); the boost is what the
+ *    link carries on top, the paper's "then maximise utilisation" for the
+ *    flows that care about messages per second.  C's own probes raise
+ *    every grant, and on Soft-RoCE, where bytes and operations are not one
+ *    resource, a larger elephant grant stretches the 64 B flow's round
+ *    trip and the probe fails: C settled near MaxRate and the 64 B flow,
+ *    at its half of it, kept 0.79 of its plain rate next to the elephant.
+ *    Only throughput flows are boosted: two bandwidth flows stay equal.
  *
  * Pure functions, no I/O, unit-tested in tests/unit/test_share.c. */
 #ifndef JUSTITIAD_SHARE_H
@@ -114,8 +130,18 @@
 #define SHARE_BATCH_LENDS 0.5          /* ... batches, unless they used less
                                         * than this of their grant */
 #define SHARE_HEADROOM 1.5             /* a satisfied flow's room to grow */
+#define SHARE_BOOST_STEP 1.15          /* a throughput flow's raise above
+                                        * its share, a window */
 #define SHARE_MIN_BPS 1000000ull       /* C never drops below 1 Mbit/s */
 #define SHARE_START_BPS 400000000000ull /* nothing known: 400 Gbit/s */
+
+/* A throughput flow's grant above its fair share (share.h). */
+struct share_boost {
+	double x;               /* its fair fraction times this (>= 1) */
+	double from;            /* while a raise is tried: x before it */
+	uint32_t hold;          /* windows before the next raise */
+	bool trying;            /* the last window ran on a raise */
+};
 
 struct share_flow {
 	/* in */
@@ -131,6 +157,7 @@ struct share_flow {
 	double fill;            /* used / granted, averaged while C stays */
 	double sat_bps;         /* what it used when judged so, bit/s of C */
 	uint32_t no_lend;       /* windows before it may be judged so again */
+	struct share_boost boost; /* a throughput flow's, above its share */
 	/* out */
 	double frac;            /* fraction of the new C granted */
 };
@@ -153,10 +180,11 @@ double share_queued_fraction(uint32_t end_us, uint32_t start_us, uint64_t dt_ns)
 void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, size_t n);
 /* A window ended with the flows' use of st->c_bps in @f: adapt C and set
  * every f[i].frac, a fraction of the new C (they add up to at most 1 plus
- * the headroom of satisfied flows). */
+ * the headroom of satisfied flows and the boosts of throughput flows). */
 void share_update(struct share_state *st, struct share_flow *f, size_t n);
 /* Weighted max-min fair fractions of @c_new_bps given last window's use
- * (measured against @c_old_bps) and who is satisfied. */
+ * (measured against @c_old_bps) and who is satisfied; a boosted
+ * throughput flow's times its boost, at most 1. */
 void share_split(struct share_flow *f, size_t n, uint64_t c_old_bps, uint64_t c_new_bps);
 
 #endif

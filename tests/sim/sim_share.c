@@ -28,6 +28,7 @@ void sim_share_init(struct sim_share *s, uint32_t n, int min_mode, uint64_t max_
 	s->fill = sim_zalloc((n + 1) * sizeof(*s->fill));
 	s->sat_bps = sim_zalloc((n + 1) * sizeof(*s->sat_bps));
 	s->no_lend = sim_zalloc((n + 1) * sizeof(*s->no_lend));
+	s->boost = sim_zalloc((n + 1) * sizeof(*s->boost));
 }
 
 void sim_share_fini(struct sim_share *s)
@@ -44,6 +45,7 @@ void sim_share_fini(struct sim_share *s)
 	free(s->sat);
 	free(s->sat_bps);
 	free(s->no_lend);
+	free(s->boost);
 	free(s->fill);
 	memset(s, 0, sizeof(*s));
 }
@@ -154,6 +156,7 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 			.fill = s->fill[i],
 			.sat_bps = s->sat_bps[i],
 			.no_lend = s->no_lend[i],
+			.boost = s->boost[i],
 		};
 	}
 	if (entered) {
@@ -185,6 +188,7 @@ static void share_rates(struct sim_share *s, struct sim_flow **fl, const uint8_t
 			s->fill[i] = s->sf[k].fill;
 			s->sat_bps[i] = s->sf[k].sat_bps;
 			s->no_lend[i] = s->sf[k].no_lend;
+			s->boost[i] = s->sf[k].boost;
 		}
 		frac = tf[i].active ? s->sf[k++].frac : 0;
 		if (frac <= 0)

@@ -33,6 +33,7 @@ struct sim_share {
 	double *fill;                  /* share_flow.fill, the same */
 	double *sat_bps;               /* share_flow.sat_bps, the same */
 	uint32_t *no_lend;             /* share_flow.no_lend, the same */
+	struct share_boost *boost;     /* share_flow.boost, the same */
 	double ops_per_bit;         /* TokenOps / (8 TokenBytes) */
 	uint64_t max_rate_bps;
 	uint32_t mode_changes;

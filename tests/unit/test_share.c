@@ -482,7 +482,13 @@ static void failed_probe_returns_to_where_it_was(void **state)
 		assert_int_equal(st.c_bps, (uint64_t)(276000000 * 0.98));
 		assert_false(f[0].satisfied || f[1].satisfied);
 	}
-	/* then it probes again */
+	/* the 64 B flow's grant grew on top of C meanwhile, up to all of C
+	 * (the elephant kept its half); with no raise left to try, C probes
+	 * again */
+	assert_true(fabs(f[1].boost.x - 2) < 1e-9 && !f[1].boost.trying);
+	assert_true(fabs(f[1].frac - 1) < 1e-9 && fabs(f[0].frac - 0.5) < 1e-9);
+	f[0].used = f[0].granted = f[0].frac;
+	f[1].used = (f[1].granted = f[1].frac) * 0.95;
 	share_update(&st, f, 2);
 	assert_true(st.probing);
 	assert_int_equal(st.c_bps, (uint64_t)((uint64_t)(276000000 * 0.98) * SHARE_PROBE));
@@ -490,6 +496,44 @@ static void failed_probe_returns_to_where_it_was(void **state)
 
 /* The shim's queued_us wraps at 2^32 us; a window's fraction is at most 1
  * whatever the (untrusted) count says. */
+/* Soft-RoCE, a 1 MiB elephant and a 64 B throughput flow, both filling
+ * their halves of C between two probes of C: the 64 B flow's grant grows
+ * on top of C while it uses the raise and the elephant still fills its
+ * grant; a raise it cannot use is undone and held; a boost that keeps the
+ * elephant from its grant steps down.  The elephant's half of C never
+ * changes, and a bandwidth flow is never boosted. */
+static void throughput_flow_gets_what_the_link_carries_on_top(void **state)
+{
+	struct share_flow f[2] = {
+		{ .weight = 1, .granted = 0.5, .used = 0.5, .bound = 0.5, .queued = 1 },
+		{ .weight = 1, .granted = 0.5, .used = 0.48, .queued = 1, .batches = true },
+	};
+	struct share_state st = { .c_bps = 276000000ull, .hold = SHARE_HOLD };
+	/* the 64 B flow's use each window, as a fraction of its grant */
+	static const double use[] = { 0.96, 0.96, 0.68, 0.96, 0.96 };
+	static const double x[] = { SHARE_BOOST_STEP, SHARE_BOOST_STEP * SHARE_BOOST_STEP,
+				    SHARE_BOOST_STEP, SHARE_BOOST_STEP, 1 };
+
+	(void)state;
+	for (int k = 0; k < 5; k++) {
+		f[1].used = use[k] * f[1].granted;
+		if (k == 4) { /* the elephant no longer fills its grant */
+			f[0].used = 0.35;
+			f[0].bound = 0;
+		}
+		share_update(&st, f, 2);
+		assert_false(st.probing);
+		assert_true(fabs(f[1].boost.x - x[k]) < 1e-9);
+		assert_true(fabs(f[1].frac - 0.5 * x[k]) < 1e-9);
+		assert_true(fabs(f[0].frac - 0.5) < 1e-9);
+		assert_true(fabs(f[0].boost.x - 1) < 1e-9);
+		if (k == 2)
+			assert_int_equal(f[1].boost.hold, SHARE_HOLD);
+		f[0].granted = f[0].frac;
+		f[1].granted = f[1].frac;
+	}
+}
+
 static void queued_fraction_wraps_and_clamps(void **state)
 {
 	(void)state;
@@ -506,6 +550,7 @@ int main(void)
 		cmocka_unit_test(queued_fraction_wraps_and_clamps),
 		cmocka_unit_test(queued_batches_near_their_grant_keep_their_share),
 		cmocka_unit_test(failed_probe_returns_to_where_it_was),
+		cmocka_unit_test(throughput_flow_gets_what_the_link_carries_on_top),
 		cmocka_unit_test(greedy_flows_share_fairly),
 		cmocka_unit_test(overshoot_is_not_satisfaction),
 		cmocka_unit_test(low_estimate_climbs_to_the_link),
