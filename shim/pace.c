@@ -30,6 +30,16 @@ static uint64_t take_token(struct jst_flow_stats *st, int cls, const struct jst_
 	return bucket_take(&st->bucket_vtime_ns, now, cost, wrpost_post_burst(cls, cost));
 }
 
+/* q->lock for the application's own call: a wait is counted (stats.h
+ * lock_waits) */
+static void lock_for_app(struct shim_qp *q)
+{
+	if (!pthread_mutex_trylock(&q->lock))
+		return;
+	atomic_fetch_add_explicit(&q->st.lock_waits, 1, memory_order_relaxed);
+	pthread_mutex_lock(&q->lock);
+}
+
 static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
 		     int wr_api)
 {
@@ -41,7 +51,7 @@ static int pace_post(struct shim_qp *q, struct ibv_send_wr *wr, struct ibv_send_
 	int rc = 0;
 
 	*bad = NULL;
-	pthread_mutex_lock(&q->lock);
+	lock_for_app(q);
 	first = wr;
 	if (wr_api && wrpost_app_room(q) < wrpost_count(wr)) {
 		/* an ibv_wr_* batch is all or nothing */
@@ -196,7 +206,7 @@ void shim_pace_charge(struct shim_qp *q, uint64_t wrs, uint64_t bytes)
 
 void shim_pace_send_done(struct shim_qp *q, int success)
 {
-	pthread_mutex_lock(&q->lock);
+	lock_for_app(q);
 	shim_sq_completed(&q->sq, success);
 	/* the flow's work is all done: no longer queued (a clock read only
 	 * then) */

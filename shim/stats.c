@@ -200,6 +200,7 @@ void stats_snapshot_take(struct stats_snapshot *s, const struct stats_qp *st)
 	s->held = LOAD(st->held);
 	s->window_held = LOAD(st->window_held);
 	s->tokens_lost_ns = LOAD(st->tokens_lost_ns);
+	s->lock_waits = LOAD(st->lock_waits);
 }
 
 void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot *s)
@@ -223,6 +224,7 @@ void stats_snapshot_add(struct stats_snapshot *sum, const struct stats_snapshot 
 	sum->held += s->held;
 	sum->window_held += s->window_held;
 	sum->tokens_lost_ns += s->tokens_lost_ns;
+	sum->lock_waits += s->lock_waits;
 }
 
 static const char *qp_type_name(enum ibv_qp_type t)
@@ -281,14 +283,15 @@ static void put_counters(FILE *f, const struct stats_snapshot *s)
 	fprintf(f, "}},\"recv\":{\"wrs\":%llu,\"bytes\":%llu},"
 		"\"cqe\":{\"send\":%llu,\"recv\":%llu,\"recv_bytes\":%llu,\"error\":%llu},"
 		"\"split\":{\"one_sided\":%llu,\"send\":%llu,\"write_imm\":%llu,\"whole\":%llu},"
-		"\"held\":%llu,\"window_held\":%llu,\"tokens_lost_ns\":%llu",
+		"\"held\":%llu,\"window_held\":%llu,\"tokens_lost_ns\":%llu,\"lock_waits\":%llu",
 		(unsigned long long)s->recv_wrs, (unsigned long long)s->recv_bytes,
 		(unsigned long long)s->cqe_send, (unsigned long long)s->cqe_recv,
 		(unsigned long long)s->cqe_recv_bytes,
 		(unsigned long long)s->cqe_error, (unsigned long long)s->split[0],
 		(unsigned long long)s->split[1], (unsigned long long)s->split[2],
 		(unsigned long long)s->split[3], (unsigned long long)s->held,
-		(unsigned long long)s->window_held, (unsigned long long)s->tokens_lost_ns);
+		(unsigned long long)s->window_held, (unsigned long long)s->tokens_lost_ns,
+		(unsigned long long)s->lock_waits);
 }
 
 int stats_write_json(FILE *f, int pid, const char *comm,

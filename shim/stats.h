@@ -51,6 +51,9 @@ struct stats_qp {
 	/* the grant its backlog could not bank: how much later than the bank
 	 * (wrpost_burst()) a drain took its next token (drain.c) */
 	atomic_uint_fast64_t tokens_lost_ns;
+	/* the application's post and poll calls on a paced QP that found its
+	 * lock held (by the progress thread, or another of its threads) */
+	atomic_uint_fast64_t lock_waits;
 };
 
 enum stats_split { STATS_SPLIT_ONE_SIDED, STATS_SPLIT_SEND, STATS_SPLIT_WRITE_IMM,
@@ -83,6 +86,7 @@ struct stats_snapshot {
 	uint64_t held;
 	uint64_t window_held;
 	uint64_t tokens_lost_ns;
+	uint64_t lock_waits;
 };
 
 enum stats_op stats_op_from_wr(enum ibv_wr_opcode opcode);

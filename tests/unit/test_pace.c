@@ -271,6 +271,39 @@ static void share_mode_window_bounds_a_paced_qp(void **state)
 	shim_window_bytes = SHIM_WINDOW_DEFAULT;
 }
 
+static atomic_int lock_taken;
+
+static void *hold_qp_lock(void *arg)
+{
+	struct timespec ts = { 0, 30000000 };
+
+	pthread_mutex_lock(&q->lock);
+	atomic_store(&lock_taken, 1);
+	nanosleep(&ts, NULL);
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* An application's post that finds the QP's lock held (by the progress
+ * thread posting a chunk, say) waits for it and counts the wait
+ * (JUSTITIA_STATS lock_waits); its WR goes all the same. */
+static void a_post_that_waits_for_the_lock_is_counted(void **state)
+{
+	uint64_t before;
+	pthread_t t;
+
+	atomic_store(&lock_taken, 0);
+	assert_int_equal(pthread_create(&t, NULL, hold_qp_lock, NULL), 0);
+	while (!atomic_load(&lock_taken))
+		sched_yield();
+	before = atomic_load(&q->st.lock_waits);
+	post_n(1, 100, 1000);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(atomic_load(&q->st.lock_waits) >= before + 1);
+	wait_for(1);
+	assert_true(provider_saw(100));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +316,7 @@ int main(void)
 		FAKEPROV_TEST(queued_time_reaches_the_daemon),
 		FAKEPROV_TEST(throughput_batch_goes_at_once_in_share_mode),
 		FAKEPROV_TEST(share_mode_window_bounds_a_paced_qp),
+		FAKEPROV_TEST(a_post_that_waits_for_the_lock_is_counted),
 	};
 
 	return fakeprov_run_tests(tests);
