@@ -9,7 +9,6 @@
 # compare medians.
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/build/justitiad
 SHIM=$PWD/build/libjustitia.so
 O=$(realpath -m "${BENCH_OUT:-/tmp/vm-bandwidth}") # absolute: the daemons want absolute paths
 ROUNDS=${ROUNDS:-3}
@@ -25,13 +24,8 @@ daemons() { # CHUNK_DEFAULT
 { "runtime_dir": "/run/bw$n", "log_level": "warn", "qpwatch": false,
   "devices": [ { "name": "${!dev}", "gid_index": $RXE_GID, "chunk_default": $1 } ] }
 EOT
-		"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
-		eval "JD$n=$!"
-	done
-	for n in 0 1; do
-		for _ in $(seq 100); do [ -S /run/bw$n/justitiad.sock ] && break; sleep 0.05; done
-		[ -S /run/bw$n/justitiad.sock ] ||
-			{ echo "daemon $n did not start: $(tail -1 "$O/jd$n.log")" >&2; exit 1; }
+		jv_daemon_start "$O/jd$n.json" /run/bw$n/justitiad.sock || exit 1
+		eval "JD$n=$JD"
 	done
 }
 

@@ -48,7 +48,6 @@
 # trips per measurement (default 3000); BENCH_OUT keeps the outputs.
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 B=$PWD/build/justbench
 SHIM=$PWD/build/libjustitia.so
@@ -103,13 +102,8 @@ daemons_up() {
                  "peers": [ { "address": "${!peer}", "device": "${!dev}" } ],
                  "secret_file": "$O/secret" } }
 EOT
-		"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
-		eval "JD$n=$!"
-	done
-	for n in 0 1; do
-		for _ in $(seq 100); do [ -S /run/ji$n/justitiad.sock ] && break; sleep 0.05; done
-		[ -S /run/ji$n/justitiad.sock ] ||
-			{ echo "daemon $n did not start: $(tail -1 "$O/jd$n.log")" >&2; exit 1; }
+		jv_daemon_start "$O/jd$n.json" /run/ji$n/justitiad.sock || exit 1
+		eval "JD$n=$JD"
 	done
 	sleep 1 # the channel up before the flows register
 }

@@ -57,7 +57,6 @@
 # guest; the grant is averaged over the same window.
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/build/justitiad
 C=$PWD/build/justctl
 R=$PWD/build/tests/flowreg
 SHIM=$PWD/build/libjustitia.so
@@ -89,13 +88,8 @@ daemons_up() {
                  "peers": [ { "address": "${!peer}", "device": "${!dev}" } ],
                  "secret_file": "$O/secret" } }
 EOT
-		"$D" -c "$O/jd$n.json" >>"$O/jd$n.log" 2>&1 &
-		eval "JD$n=$!"
-	done
-	for n in 0 1; do
-		for _ in $(seq 100); do [ -S /run/jp$n/justitiad.sock ] && break; sleep 0.05; done
-		[ -S /run/jp$n/justitiad.sock ] ||
-			{ echo "daemon $n did not start: $(tail -1 "$O/jd$n.log")" >&2; exit 1; }
+		jv_daemon_start "$O/jd$n.json" /run/jp$n/justitiad.sock || exit 1
+		eval "JD$n=$JD"
 	done
 }
 daemons_down() {
@@ -445,7 +439,7 @@ for _ in $(seq "$ROUNDS"); do
 		if [ $m = other ]; then
 			# the same round under DAEMON2's daemons (the shim alike)
 			daemons_down
-			D=$DAEMON2 daemons_up "$tput_dev"
+			JV_JUSTITIAD=$DAEMON2 daemons_up "$tput_dev"
 			m=justitia
 		fi
 		pair 1048576 64 $m ele tp JUSTITIA_CLASS=tput

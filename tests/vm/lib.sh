@@ -230,14 +230,14 @@ jv_split_conf() {
 	} >"$1"
 }
 
-# jv_daemon_start CONF SOCK [ARGS...]: build/justitiad -c CONF ARGS in the
-# background (JD: its pid; its log appended to CONF without .json, plus
-# .log) and wait up to 20 s for it to answer on SOCK.  Returns 1, after
-# showing the log, if it does not.
+# jv_daemon_start CONF SOCK [ARGS...]: build/justitiad (or $JV_JUSTITIAD)
+# -c CONF ARGS in the background (JD: its pid; its log appended to CONF
+# without .json, plus .log) and wait up to 20 s for it to answer on SOCK.
+# Returns 1, after showing the log, if it does not.
 jv_daemon_start() {
 	local conf=$1 sock=$2 end=$((SECONDS + 20))
 	shift 2
-	"$PWD/build/justitiad" -c "$conf" "$@" >>"${conf%.json}.log" 2>&1 &
+	"${JV_JUSTITIAD:-$PWD/build/justitiad}" -c "$conf" "$@" >>"${conf%.json}.log" 2>&1 &
 	JD=$!
 	until "$PWD/build/justctl" -s "$sock" status >/dev/null 2>&1; do
 		if ((SECONDS > end)) || ! kill -0 "$JD" 2>/dev/null; then
