@@ -190,6 +190,34 @@ static void split_resources_come_from_the_table(void **state)
 	assert_ptr_equal(shim_vops(), &shim_vops_default);
 }
 
+/* The tick: every 10 ms while a QP is paced, every 100 ms while none is
+ * and nothing is queued (a wake-up with nothing to do cost 0.6 ms of a
+ * vCPU under TCG); a QP that becomes paced on its post brings the 10 ms
+ * tick back at once. */
+static void idle_process_ticks_slowly(void **state)
+{
+	uint32_t gen = atomic_load(&gseg.g.mode_gen);
+	uint64_t next;
+
+	pg.next_tick = 0; /* (earlier tests ticked on the same virtual clock) */
+	next = shim_pace_step(vnow, NULL);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	assert_true(next > vnow && next <= vnow + 10000000);
+	atomic_store(&gseg.slot[0].flags, 0); /* pace mode off */
+	vnow = next;
+	next = shim_pace_step(vnow, NULL);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	assert_int_equal(next, vnow + 100000000);
+	/* paced again, as its next post sees */
+	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
+	atomic_store(&gseg.g.mode_gen, gen + 1);
+	post_n(1, 1, 100);
+	assert_int_equal(atomic_load(&q->direct), 0);
+	vnow += 1000;
+	next = shim_pace_step(vnow, NULL);
+	assert_true(next > vnow && next <= vnow + 10000000);
+}
+
 /* shim_pace_step() reaps a split CQ by polling it: the chunks' completions
  * let the final chunk go on the application's QP. */
 static void step_polls_the_split_cq(void **state)
@@ -238,6 +266,7 @@ int main(void)
 		VTEST(external_progress_makes_no_thread),
 		VTEST(split_resources_come_from_the_table),
 		VTEST(step_polls_the_split_cq),
+		VTEST(idle_process_ticks_slowly),
 		VTEST(attach_flow_obeys_the_slot),
 	};
 
