@@ -9,7 +9,10 @@
  * branch), an unpaced bandwidth QP (counting only), and a paced bandwidth
  * QP whose tokens are always there (token take + bookkeeping + post: the
  * per-chunk cost; target <= 100 ns, so one core could pace 400 Gbit/s in
- * 5 KB chunks).  Run it under `valgrind --tool=callgrind
+ * 5 KB chunks), and a bandwidth QP the daemon manages in pace mode off
+ * (direct, through the window: what a lone flow pays; the window is made
+ * too large to fill, so this is a post between two tags), with the poll
+ * path once such a QP exists (its send queue is counted).  Run it under `valgrind --tool=callgrind
  * --toggle-collect=run_latency` for instruction counts (see make bench).
  * Numbers, never pass/fail: these machines are noisy. */
 #include <stdio.h>
@@ -49,7 +52,7 @@ static uint64_t mono(void)
 static struct ibv_device dev = { .name = "fake0" };
 static struct verbs_context vctx;
 static struct ibv_cq cq;
-static struct ibv_qp qp_lat, qp_bw, qp_paced;
+static struct ibv_qp qp_lat, qp_bw, qp_paced, qp_off;
 static struct {
 	struct jst_shm_global g;
 	struct jst_flow_ctl slot[2];
@@ -105,6 +108,15 @@ __attribute__((noinline)) static void run_paced(struct ibv_send_wr *wr, long n)
 		ibv_post_send(&qp_paced, wr, &bad);
 }
 
+/* a managed QP in pace mode off: direct, windowed */
+__attribute__((noinline)) static void run_off(struct ibv_send_wr *wr, long n)
+{
+	struct ibv_send_wr *bad;
+
+	for (long i = 0; i < n; i++)
+		ibv_post_send(&qp_off, wr, &bad);
+}
+
 static int (*volatile provider_poll)(struct ibv_cq *, int, struct ibv_wc *) = fake_poll_cq;
 
 __attribute__((noinline)) static void run_poll_direct(struct ibv_send_wr *wr, long n)
@@ -124,6 +136,15 @@ __attribute__((noinline)) static void run_poll(struct ibv_send_wr *wr, long n)
 }
 
 __attribute__((noinline)) static void run_poll_stats(struct ibv_send_wr *wr, long n)
+{
+	struct ibv_wc wc;
+
+	for (long i = 0; i < n; i++)
+		ibv_poll_cq(&cq, 1, &wc);
+}
+
+/* once a managed QP's send queue is counted (shim_sq_watched) */
+__attribute__((noinline)) static void run_poll_managed(struct ibv_send_wr *wr, long n)
 {
 	struct ibv_wc wc;
 
@@ -154,7 +175,7 @@ int main(int argc, char **argv)
 	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_WRITE };
 	struct shim_qp *q;
-	double base, lat, cnt, stats, paced, pbase, poll, pstats;
+	double base, lat, cnt, stats, paced, off, pbase, poll, pstats, pmanaged;
 
 	setenv("JUSTITIA_SOCKET", "/nonexistent", 1);
 	vctx.sz = sizeof(vctx);
@@ -166,6 +187,7 @@ int main(int argc, char **argv)
 	qp_init(&qp_lat, 1);
 	qp_init(&qp_bw, 2);
 	qp_init(&qp_paced, 3);
+	qp_init(&qp_off, 4);
 
 	q = shim_ops_track_qp(&qp_lat, "ibv_create_qp", 128);
 	atomic_store(&q->cls, JST_CLASS_LATENCY);
@@ -203,16 +225,36 @@ int main(int argc, char **argv)
 	stats = per_op(run_stats, &wr, n);
 	pstats = per_op(run_poll_stats, &wr, n);
 	shim_count_all = 0;
+	/* last, as it changes the poll path for every CQ: a QP the daemon
+	 * manages in pace mode off */
+	shim_window_bytes = 1ull << 50;
+	q = shim_ops_track_qp(&qp_off, "ibv_create_qp", 128);
+	atomic_store(&gseg.slot[1].state, JST_SLOT_ACTIVE);
+	atomic_store(&gseg.slot[1].flow_id, 6);
+	atomic_store(&gseg.slot[1].flags, 0);
+	q->flow_id = 6;
+	atomic_store(&q->slot, &gseg.slot[1]);
+	atomic_store(&q->shm_stats, &cseg.st[1]);
+	shim_pace_update(q);
+	if (!atomic_load(&q->direct) || !atomic_load(&q->win.on)) {
+		fprintf(stderr, "bench_shim: the managed QP is not direct and windowed\n");
+		return 1;
+	}
+	off = per_op(run_off, &wr, n);
+	pmanaged = per_op(run_poll_managed, &wr, n);
 	printf("post path cost per ibv_post_send, %ld iterations (fake provider):\n", n);
 	printf("  provider called directly          %6.1f ns\n", base);
 	printf("  latency QP through the shim       %6.1f ns  (+%.1f ns)\n", lat, lat - base);
 	printf("  bandwidth QP, no daemon           %6.1f ns  (+%.1f ns)\n", cnt, cnt - base);
 	printf("  the same, JUSTITIA_STATS set      %6.1f ns  (+%.1f ns)\n", stats, stats - base);
 	printf("  bandwidth QP, paced (per chunk)   %6.1f ns  (+%.1f ns)\n", paced, paced - base);
+	printf("  bandwidth QP, managed, mode off   %6.1f ns  (+%.1f ns)\n", off, off - base);
 	printf("poll path cost per ibv_poll_cq returning one completion:\n");
 	printf("  provider called directly          %6.1f ns\n", pbase);
 	printf("  through the shim (no daemon)      %6.1f ns  (+%.1f ns)\n", poll, poll - pbase);
 	printf("  the same, JUSTITIA_STATS set      %6.1f ns  (+%.1f ns)\n", pstats, pstats - pbase);
+	printf("  with a managed QP in the process  %6.1f ns  (+%.1f ns)\n", pmanaged,
+	       pmanaged - pbase);
 	printf("  => one core paces %.0f Gbit/s in 5 KB chunks\n",
 	       5120.0 * 8 / (paced > 0 ? paced : 1));
 	return sink == 0;
