@@ -9,6 +9,10 @@
 #
 #   lone      1 MiB ib_write_bw, ib_read_bw, ib_send_bw; qperf rc_bw and
 #             rc_rdma_write_bw (64 KiB): no latency flow (pace mode off)
+#             SHIM2 (a libjustitia.so build): a third setting each round,
+#             the same Justitia run with SHIM2 preloaded instead (an A/B of
+#             two shims in one boot); each row is followed by its rounds'
+#             values
 #   latency   1 MiB ib_write_bw while a latency flow is registered (mode
 #             protect, MaxRate = the lone plain ib_write_bw's rate): achieved
 #             rate / the mean rate the daemon granted, both in 10^6 B/s
@@ -214,25 +218,34 @@ row() { printf '%-34s %10s %10s %7s\n' "$1" "$2" "$3" "$(ratio "$3" "$2")"; }
 
 # lone flows (pace mode off); the lone plain ib_write_bw also sets MaxRate
 # for the latency part
+# lone_rows LABEL: the rows of one lone setting from $O/{p,j,o} (o: SHIM2's
+# rounds), then every round's value
+lone_rows() {
+	row "$1" "$(median <"$O/p")" "$(median <"$O/j")"
+	[ -n "${SHIM2:-}" ] && row "... SHIM2's shim" "$(median <"$O/p")" "$(median <"$O/o")"
+	echo "(per round, plain / Justitia${SHIM2:+ / SHIM2}: $(paste -sd' ' "$O/p") / $(paste -sd' ' "$O/j")${SHIM2:+ / $(paste -sd' ' "$O/o")})"
+}
 for t in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_send_bw 1048576"; do
 	set -- $t
 	part lone || { [ "$1" = ib_write_bw ] && part latency; } || continue
-	: >"$O/p"; : >"$O/j"
+	: >"$O/p"; : >"$O/j"; : >"$O/o"
 	for _ in $(seq "$ROUNDS"); do
 		one "$1" "$2" plain >>"$O/p"
 		one "$1" "$2" justitia >>"$O/j"
+		[ -n "${SHIM2:-}" ] && SHIM=$SHIM2 one "$1" "$2" justitia >>"$O/o"
 	done
-	row "lone $1 1M (MB/s)" "$(median <"$O/p")" "$(median <"$O/j")"
+	lone_rows "lone $1 1M (MB/s)"
 	[ "$1" = ib_write_bw ] && WRITE_PLAIN=$(median <"$O/p")
 done
 for t in rc_bw rc_rdma_write_bw; do
 	part lone || continue
-	: >"$O/p"; : >"$O/j"
+	: >"$O/p"; : >"$O/j"; : >"$O/o"
 	for _ in $(seq "$ROUNDS"); do
 		qperf_one $t plain >>"$O/p"
 		qperf_one $t justitia >>"$O/j"
+		[ -n "${SHIM2:-}" ] && SHIM=$SHIM2 qperf_one $t justitia >>"$O/o"
 	done
-	row "lone qperf $t 64K (MB/s)" "$(median <"$O/p")" "$(median <"$O/j")"
+	lone_rows "lone qperf $t 64K (MB/s)"
 done
 
 # ---- a latency flow registered: the elephant against its grant.
