@@ -12,8 +12,9 @@
  * 5 KB chunks), and a bandwidth QP the daemon manages in pace mode off
  * (direct, through the window: what a lone flow pays; the window is made
  * too large to fill, so this is a post between two tags), with the poll
- * path once such a QP exists (its send queue is counted).  Run it under `valgrind --tool=callgrind
- * --toggle-collect=run_latency` for instruction counts (see make bench).
+ * path once such a QP exists (its send queue is counted).  Run it under
+ * `valgrind --tool=callgrind --toggle-collect=run_latency` for instruction
+ * counts (see make bench).
  * Numbers, never pass/fail: these machines are noisy. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,19 @@ static void qp_init(struct ibv_qp *qp, uint32_t qpn)
 	qp->send_cq = &cq;
 }
 
+/* Play the daemon for @q: flow @flow_id in slot @i with @flags, and let
+ * the shim decide its mode from it. */
+static void manage(struct shim_qp *q, int i, uint32_t flow_id, uint32_t flags)
+{
+	atomic_store(&gseg.slot[i].state, JST_SLOT_ACTIVE);
+	atomic_store(&gseg.slot[i].flow_id, flow_id);
+	atomic_store(&gseg.slot[i].flags, flags);
+	q->flow_id = flow_id;
+	atomic_store(&q->slot, &gseg.slot[i]);
+	atomic_store(&q->shm_stats, &cseg.st[i]);
+	shim_pace_update(q);
+}
+
 static double per_op(void (*fn)(struct ibv_send_wr *, long), struct ibv_send_wr *wr, long n)
 {
 	uint64_t t0 = mono();
@@ -202,14 +216,8 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&cl.lock);
 	atomic_store(&gseg.g.flags, JST_G_RUNNING);
 	atomic_store(&gseg.g.heartbeat_ns, mono() + 3600ull * 1000000000ull);
-	atomic_store(&gseg.slot[0].state, JST_SLOT_ACTIVE);
-	atomic_store(&gseg.slot[0].flow_id, 5);
-	atomic_store(&gseg.slot[0].flags, JST_F_PACE);
 	atomic_store(&gseg.slot[0].rate_bps, 1000000000000000ull); /* 1 Pbit/s */
-	q->flow_id = 5;
-	atomic_store(&q->slot, &gseg.slot[0]);
-	atomic_store(&q->shm_stats, &cseg.st[0]);
-	shim_pace_update(q);
+	manage(q, 0, 5, JST_F_PACE);
 	if (atomic_load(&q->direct)) {
 		fprintf(stderr, "bench_shim: the paced QP did not switch to pacing\n");
 		return 1;
@@ -229,13 +237,7 @@ int main(int argc, char **argv)
 	 * manages in pace mode off */
 	shim_window_bytes = 1ull << 50;
 	q = shim_ops_track_qp(&qp_off, "ibv_create_qp", 128);
-	atomic_store(&gseg.slot[1].state, JST_SLOT_ACTIVE);
-	atomic_store(&gseg.slot[1].flow_id, 6);
-	atomic_store(&gseg.slot[1].flags, 0);
-	q->flow_id = 6;
-	atomic_store(&q->slot, &gseg.slot[1]);
-	atomic_store(&q->shm_stats, &cseg.st[1]);
-	shim_pace_update(q);
+	manage(q, 1, 6, 0);
 	if (!atomic_load(&q->direct) || !atomic_load(&q->win.on)) {
 		fprintf(stderr, "bench_shim: the managed QP is not direct and windowed\n");
 		return 1;
