@@ -78,6 +78,7 @@ int shim_split_create(struct shim_qp *q)
 	}
 	shim_busy = saved;
 	sp->peer_split_qpn = -1;
+	sp->rts = false;
 	atomic_store(&sp->state, SPLIT_CREATED);
 	rc = shim_split_hooks.watch(q);
 	if (rc) {
@@ -99,6 +100,7 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 	struct shim_split *sp = &q->split;
 	struct ibv_qp_attr m;
 	int saved = shim_busy, want = 0, rc = 0;
+	bool first;
 
 	if (!(mask & IBV_QP_STATE) || !sp->qp)
 		return;
@@ -143,10 +145,24 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		sp->peer_split_qpn = peer_split;
 		break;
 	case IBV_QPS_RTS:
-		/* the split QP went to RTS with RTR (below) */
-		if (sp->peer_split_qpn >= 0 && atomic_load(&sp->state) == SPLIT_CREATED)
+		if (sp->peer_split_qpn < 0)
+			return;
+		/* RTR -> RTS with the application's timeout (splitstate.h),
+		 * unless a control message took it there first */
+		pthread_mutex_lock(&q->lock);
+		first = !sp->rts;
+		if (first)
+			rc = splitmsg_qp_rts_locked(q, attr, mask);
+		pthread_mutex_unlock(&q->lock);
+		if (rc) {
+			shim_log("QP %u: split QP %u refused RTS (%d): messages go whole",
+				 q->qp->qp_num, sp->qp->qp_num, rc);
+			atomic_store(&sp->state, SPLIT_PACE_ONLY);
+			return;
+		}
+		if (atomic_load(&sp->state) == SPLIT_CREATED)
 			atomic_store(&sp->state, SPLIT_READY);
-		if (!(mask & IBV_QP_ACCESS_FLAGS) || sp->peer_split_qpn < 0)
+		if (first || !(mask & IBV_QP_ACCESS_FLAGS))
 			return;
 		break; /* RTS -> RTS with the new access flags */
 	case IBV_QPS_RESET:
@@ -167,33 +183,13 @@ void shim_split_follow(struct shim_qp *q, const struct ibv_qp_attr *attr, int ma
 		atomic_store(&sp->state, SPLIT_PACE_ONLY);
 		return;
 	}
-	if (attr->qp_state == IBV_QPS_RTR) {
-		/* straight on to RTS: a receive-only application QP stays in
-		 * RTR, but its shim must still answer the peer (splitmsg.h) */
-		memset(&m, 0, sizeof(m));
-		m.qp_state = IBV_QPS_RTS;
-		m.timeout = 14;    /* 67 ms */
-		m.retry_cnt = 7;
-		m.rnr_retry = 7;   /* control slots are always posted: never used */
-		m.max_rd_atomic = sp->init_rd_atom;
-		m.sq_psn = 0;
-		shim_busy = 1;
-		rc = shim_vops()->modify_qp(sp->qp, &m, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-						       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
-						       IBV_QP_SQ_PSN);
-		shim_busy = saved;
-		if (rc) {
-			shim_log("QP %u: split QP %u refused RTS (%d): messages go whole",
-				 q->qp->qp_num, sp->qp->qp_num, rc);
-			atomic_store(&sp->state, SPLIT_PACE_ONLY);
-			return;
-		}
-	}
 	pthread_mutex_lock(&q->lock);
-	if (attr->qp_state == IBV_QPS_INIT)
+	if (attr->qp_state == IBV_QPS_INIT) {
 		splitmsg_post_slots(q);
-	else if (attr->qp_state == IBV_QPS_RESET || attr->qp_state == IBV_QPS_ERR)
+	} else if (attr->qp_state == IBV_QPS_RESET || attr->qp_state == IBV_QPS_ERR) {
+		sp->rts = false;
 		splitmsg_reset(q);
+	}
 	pthread_mutex_unlock(&q->lock);
 }
 

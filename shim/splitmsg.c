@@ -153,6 +153,35 @@ static int post_slot(struct shim_qp *q, unsigned i)
 	return q->sctx->post_recv(q->split.qp, &wr, &bad);
 }
 
+int splitmsg_qp_rts_locked(struct shim_qp *q, const struct ibv_qp_attr *app, int mask)
+{
+	struct shim_split *sp = &q->split;
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_RTS, .timeout = SPLIT_TIMEOUT_DEFAULT,
+				 .retry_cnt = 7,
+				 .rnr_retry = 7, /* control slots are always posted: never used */
+				 .max_rd_atomic = sp->init_rd_atom, .sq_psn = 0 };
+	int want = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN;
+	int saved = shim_busy, rc;
+
+	if (sp->rts)
+		return 0;
+	if (app && (mask & IBV_QP_TIMEOUT) && app->timeout)
+		m.timeout = app->timeout; /* (0, no timeout at all: ours) */
+	if (app && (mask & IBV_QP_RETRY_CNT))
+		m.retry_cnt = app->retry_cnt;
+	if (app && (mask & IBV_QP_ACCESS_FLAGS)) {
+		want |= IBV_QP_ACCESS_FLAGS;
+		m.qp_access_flags = app->qp_access_flags;
+	}
+	shim_busy = 1;
+	rc = shim_vops()->modify_qp(sp->qp, &m, want);
+	shim_busy = saved;
+	if (!rc)
+		sp->rts = true;
+	return rc;
+}
+
 static int send_ctl(struct shim_qp *q, const struct wire *w)
 {
 	struct splitmsg_state *m = &q->split.msg;
@@ -161,7 +190,13 @@ static int send_ctl(struct shim_qp *q, const struct wire *w)
 	struct ibv_sge sg = { .addr = (uintptr_t)p, .lkey = m->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = SPLITMSG_TAG_SEND, .sg_list = &sg, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int rc;
 
+	/* an application QP that stays in RTR (receive only): its split QP
+	 * goes to RTS for its answers */
+	rc = splitmsg_qp_rts_locked(q, NULL, 0);
+	if (rc)
+		return rc;
 	sg.length = (uint32_t)wire_encode(p, w);
 	return q->sctx->post_send(q->split.qp, &wr, &bad);
 }

@@ -53,6 +53,12 @@ void splitmsg_teardown(struct shim_qp *q);
 void splitmsg_post_slots(struct shim_qp *q);
 /* The application's QP went to RESET / was set up again: counts restart. */
 void splitmsg_reset(struct shim_qp *q);
+/* The split QP (in RTR) to RTS, once (q->lock held): at the application
+ * QP's RTS with its retransmission timeout, retry count and access flags
+ * (@app, @mask: what the application gave; NULL: SPLIT_TIMEOUT_DEFAULT),
+ * or before the first control message of an application QP that stays in
+ * RTR.  0 or the provider's error. */
+int splitmsg_qp_rts_locked(struct shim_qp *q, const struct ibv_qp_attr *app, int mask);
 
 /* Which kind of split @wr would be, or -1 when it cannot be split. */
 int splitmsg_kind_of(const struct shim_qp *q, const struct ibv_send_wr *wr);

@@ -83,6 +83,12 @@ struct splitmsg_state {
 };
 
 #define SPLIT_MAX_SGE 8    /* messages with more SGEs are not split */
+/* The split QP's retransmission timeout (4.096 us << 14: 67 ms) when the
+ * application's QP gives none at RTS; otherwise it takes the application's
+ * (splitmsg_qp_rts_locked): its chunks are the application's data, and a
+ * shorter timeout than the application chose retransmits them spuriously
+ * whenever the responder is slower than that (a busy Soft-RoCE guest). */
+#define SPLIT_TIMEOUT_DEFAULT 14
 /* Split chunks in flight per QP: what the granted rate moves in a chunk's
  * completion time, in these bounds (splitjob.c, split_window()). */
 #define SPLIT_WINDOW 4
@@ -108,6 +114,7 @@ struct shim_split {
 	 * whole packets of it (wrpost_split_size) */
 	uint32_t mtu;
 	bool armed;            /* cq raises its next completion event (q->lock) */
+	bool rts;              /* the split QP is in RTS (q->lock) */
 	/* the application's QP grants no REMOTE_WRITE, so neither does the
 	 * split QP: the peer's SENDs to it go whole (splitmsg.c) */
 	bool no_remote_write;

@@ -136,6 +136,7 @@ static void sf_side_init(struct sf_side *s, uint32_t qpn)
 	s->q->type = IBV_QPT_RC;
 	s->q->split.qp = &s->split_qp;
 	s->q->split.peer_split_qpn = -1;
+	s->q->split.rts = true; /* connected, as after the application's RTS */
 	pthread_mutex_init(&s->q->lock, NULL);
 }
 

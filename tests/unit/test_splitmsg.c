@@ -372,6 +372,78 @@ static void split_qp_grants_what_the_app_qp_grants(void **state)
 	assert_int_equal(mod.mask, IBV_QP_STATE);
 }
 
+/* The split QP carries the application's data: at the application's RTS it
+ * takes the application QP's retransmission timeout and retry count (a
+ * shorter timeout retransmitted its chunks spuriously on a slow responder),
+ * or SPLIT_TIMEOUT_DEFAULT when the application gives none; once. */
+static void split_qp_takes_the_app_timeout_at_rts(void **state)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .timeout = 18, .retry_cnt = 5,
+				 .rnr_retry = 3, .max_rd_atomic = 16, .sq_psn = 77 };
+	const int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN;
+
+	memset(&mod, 0, sizeof(mod));
+	sf_b.q->split.rts = false; /* in RTR */
+	sf_b.q->split.peer_split_qpn = 5;
+	atomic_store(&sf_b.q->split.state, SPLIT_CREATED);
+	shim_split_follow(sf_b.q, &a, rts, 5);
+	assert_int_equal(mod.n, 1);
+	assert_ptr_equal(mod.qp, &sf_b.split_qp);
+	assert_int_equal(mod.mask, rts);
+	assert_int_equal(mod.attr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(mod.attr.timeout, 18);
+	assert_int_equal(mod.attr.retry_cnt, 5);
+	/* its own: control slots are always posted, both ends at PSN 0, the
+	 * READs the device allows */
+	assert_int_equal(mod.attr.rnr_retry, 7);
+	assert_int_equal(mod.attr.sq_psn, 0);
+	assert_int_equal(mod.attr.max_rd_atomic, sf_b.q->split.init_rd_atom);
+	assert_true(sf_b.q->split.rts);
+	assert_int_equal(atomic_load(&sf_b.q->split.state), SPLIT_READY);
+	/* RTS -> RTS without new access flags: nothing to mirror */
+	shim_split_follow(sf_b.q, &a, IBV_QP_STATE, 5);
+	assert_int_equal(mod.n, 1);
+	/* after a RESET, an RTS that names no timeout: the default */
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET };
+	shim_split_follow(sf_b.q, &a, IBV_QP_STATE, -1);
+	assert_false(sf_b.q->split.rts);
+	sf_b.q->split.peer_split_qpn = 5;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 18 };
+	shim_split_follow(sf_b.q, &a, IBV_QP_STATE, 5);
+	assert_int_equal(mod.n, 3);
+	assert_int_equal(mod.attr.timeout, SPLIT_TIMEOUT_DEFAULT);
+	assert_int_equal(mod.attr.retry_cnt, 7);
+}
+
+/* An application QP that stays in RTR (it only receives): its split QP goes
+ * to RTS for its first answer to the peer, and the application's later RTS
+ * does not move it again. */
+static void receive_only_qp_answers_from_rts(void **state)
+{
+	static const uint32_t lens[] = { 4096 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .timeout = 18 };
+	struct pend_wr *p;
+
+	memset(&mod, 0, sizeof(mod));
+	sf_b.q->split.rts = false;
+	sf_b.q->split.peer_split_qpn = 5;
+	sf_app_recv(&sf_b, 0x1000, lens, 1);
+	p = sf_app_send(&sf_a, SPLITMSG_SEND, 3000, 1000);
+	assert_int_equal(mod.n, 0); /* (a's split QP is in RTS) */
+	assert_int_equal(sf_deliver(&sf_a), 1); /* the HDR: b answers */
+	assert_int_equal(mod.n, 1);
+	assert_ptr_equal(mod.qp, &sf_b.split_qp);
+	assert_int_equal(mod.attr.qp_state, IBV_QPS_RTS);
+	assert_int_equal(mod.attr.timeout, SPLIT_TIMEOUT_DEFAULT);
+	assert_true(sf_b.q->split.rts);
+	assert_int_equal(sf_deliver(&sf_b), 1); /* READY */
+	assert_int_equal(p->phase, SPLITMSG_DATA);
+	assert_false(p->went_whole);
+	shim_split_follow(sf_b.q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT, 5);
+	assert_int_equal(mod.n, 1);
+}
+
 /* Hand @w to a as if b had sent it. */
 static void ready_from_b(const struct wire *w)
 {
@@ -515,6 +587,8 @@ int main(void)
 		T(a_receive_is_granted_once),
 		T(receiver_off_goes_whole),
 		T(split_qp_grants_what_the_app_qp_grants),
+		T(split_qp_takes_the_app_timeout_at_rts),
+		T(receive_only_qp_answers_from_rts),
 		T(hostile_ready),
 		T(malformed_messages_are_ignored),
 		T(failed_control_send_turns_splitting_off),
