@@ -34,9 +34,12 @@
 #define CTRL_BASE_EPOCH_NS 5000000000ull /* base latency: least sample of 5-10 s */
 
 /* What the controller publishes (filled by the isolation controller; until
- * a reference flow runs, "current99_ns" stays 0 = no measurement). */
+ * a reference flow runs, "measured" stays false = no measurement). */
 struct ctrl_view {
 	int mode;                     /* enum jst_ctrl_mode */
+	/* the window's quantiles; 0 is a measurement too (the loopback
+	 * correction's difference, clamped, when the twin was as slow) */
+	bool measured;
 	uint64_t current99_ns, p50_ns, p999_ns;
 	uint64_t safe_util_bps;
 	uint64_t samples;

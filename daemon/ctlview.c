@@ -46,6 +46,12 @@ static json_t *jnum_or_null(uint64_t v)
 	return v ? json_integer((json_int_t)v) : json_null();
 }
 
+/* a quantile of the latency window: null until there is one */
+static json_t *measured(const struct ctrl_view *cv, uint64_t v)
+{
+	return cv->measured ? json_integer((json_int_t)v) : json_null();
+}
+
 json_t *ctlview_status(struct ctl_client *cl, json_t *req)
 {
 	const struct ctl_env *e = &cl->ctl->env;
@@ -83,8 +89,8 @@ json_t *ctlview_status(struct ctl_client *cl, json_t *req)
 		"{s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:{s:s, s:o, s:o, s:I}}",
 		"mode", cv->mode ? "unattainable" : "normal",
 		"target99_ns", (json_int_t)e->cfg->controller.target99_us * 1000,
-		"current99_ns", jnum_or_null(cv->current99_ns), "p50_ns", jnum_or_null(cv->p50_ns),
-		"p999_ns", jnum_or_null(cv->p999_ns),
+		"current99_ns", measured(cv, cv->current99_ns), "p50_ns", measured(cv, cv->p50_ns),
+		"p999_ns", measured(cv, cv->p999_ns),
 		"safe_util_bps", jnum_or_null(cv->safe_util_bps ? cv->safe_util_bps : max_rate),
 		"max_rate_bps", jnum_or_null(max_rate),
 		"reference", "state", cv->ref_state ? cv->ref_state : "off",

@@ -47,6 +47,7 @@ void ctrlstatus_fill_view(struct ctrl *c)
 	const struct refflow *rf = &c->ref;
 
 	v->mode = (int)c->aimd.mode;
+	v->measured = c->have99;
 	v->current99_ns = c->have99 ? c->current99_ns : 0;
 	v->p50_ns = c->have99 ? c->p50_ns : 0;
 	v->p999_ns = c->have99 ? c->p999_ns : 0;

@@ -87,7 +87,7 @@ wait_for jd1 '.controller.reference.state == "up" and .controller.reference.samp
 wait_for jd0 '.controller.reference.state == "up" and .controller.reference.samples > 300' 30
 for n in jd0 jd1; do
 	expect_eq "$n.reference.up" "up true true" \
-		"$(st $n '"\(.controller.reference.state) \(.controller.current99_ns > 0) \(.controller.reference.channel.authenticated)"')"
+		"$(st $n '"\(.controller.reference.state) \(.controller.current99_ns != null) \(.controller.reference.channel.authenticated)"')"
 done
 expect_eq jd1.reference.peer "$RXE_IP0:7471" "$(st jd1 .controller.reference.peer)"
 expect_eq jd0.listen.reference.address "$RXE_IP0 AES-256-GCM" \
@@ -106,9 +106,11 @@ expect_eq config.clear.insecure.accepted 0 "$?"
 # jd0 subtracts a loopback probe on rxe0 from every sample (RPerf-style)
 expect_eq jd0.loopback.correction "true true" \
 	"$(st jd0 '"\(.controller.reference.loopback_correction) \(.controller.reference.loopback_ns > 0)"')"
-# both views: the p99 before the correction too
+# both views: the p99 before the correction too, and the corrected one no
+# higher (0 when the loopback twin is as slow as the probe: on a busy
+# guest rxe0's loopback is processed by the same CPUs as the probe)
 expect_eq jd0.loopback.both.views "true true" \
-	"$(st jd0 '"\(.controller.reference.uncorrected99_ns > 0) \(.controller.current99_ns > 0)"')"
+	"$(st jd0 '"\(.controller.reference.uncorrected99_ns > 0) \(.controller.current99_ns != null and .controller.current99_ns <= .controller.reference.uncorrected99_ns)"')"
 echo "  jd0: p99 $(st jd0 .controller.current99_ns) ns corrected, $(st jd0 .controller.reference.uncorrected99_ns) ns before"
 expect_eq jd1.no.correction.no.second.view null "$(st jd1 .controller.reference.uncorrected99_ns)"
 # jd0 polls each probe's CQ after posting it (up to 2 ms), jd1 never does
