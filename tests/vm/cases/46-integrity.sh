@@ -41,10 +41,14 @@ same() {
 }
 
 # connected OUT: "yes" unless the shim's log says messages went whole
-# (then its first two such lines)
+# (then its first two such lines).  Not the ordering barrier's episodes:
+# the program verifies each message's bytes without polling (seconds for
+# 64 MiB on a slow guest), so its barrier may wait past ORDER_WAIT_NS and
+# large messages go whole until the program polls again ("came back late"),
+# as designed (order.h); they are counted in the INFO line.
 connected() {
 	local w
-	w=$(grep -E 'go whole|pacing whole' "$1" | head -2 | tr '\n' ' ')
+	w=$(grep -E 'go whole|pacing whole' "$1" | grep -v 'ordering barrier' | head -2 | tr '\n' ' ')
 	[[ -z $w ]] && echo yes || echo "no: $w"
 }
 
@@ -91,7 +95,8 @@ for api in classic ex; do
 			"plain $(field "$p" MBps) MB/s in $(field "$p" elapsed) s," \
 			"shim $(field "$s" MBps) MB/s in $(field "$s" elapsed) s, $split messages split;" \
 			"send byte_len differs plain $(field "$p" send_byte_len_differs)" \
-			"shim $(field "$s" send_byte_len_differs)"
+			"shim $(field "$s" send_byte_len_differs);" \
+			"$(grep -c 'ordering barrier did not come back' "$s") barrier waits gave up"
 	done
 done
 # overlapping accesses: a small WRITE then a large READ of the same bytes
