@@ -188,12 +188,49 @@ static void scribbled_flow_is_fenced(void **state)
 	teardown(NULL);
 }
 
+/* A flow is active while any of its counters grows: bytes and ops when a
+ * message goes, chunks, the time it waited for tokens, and the time its
+ * work waited in the send queue (a whole big message in flight longer than
+ * the activity window, at a low rate). */
+static void every_counter_shows_activity(void **state)
+{
+	struct proc *a;
+	struct flow *f;
+	struct jst_flow_stats *s;
+	int rc;
+
+	(void)state;
+	assert_int_equal(setup_n(4), 0);
+	a = flows_proc_new(&fl, 30, 0, "reader", &rc);
+	assert_non_null(a);
+	f = reg(a, 1, NULL);
+	assert_non_null(f);
+	s = jst_shm_client_slot(a->seg.base, f->cslot);
+	flows_poll_counters(&fl);
+	assert_int_equal(f->grew_ns, 0);
+	atomic_store(&s->queued_us, 200000);
+	flows_poll_counters(&fl);
+	assert_int_not_equal(f->grew_ns, 0);
+	f->grew_ns = 0;
+	flows_poll_counters(&fl); /* nothing grew */
+	assert_int_equal(f->grew_ns, 0);
+	atomic_store(&s->token_wait_ns, 1000);
+	flows_poll_counters(&fl);
+	assert_int_not_equal(f->grew_ns, 0);
+	f->grew_ns = 0;
+	atomic_store(&s->chunks, 1);
+	flows_poll_counters(&fl);
+	assert_int_not_equal(f->grew_ns, 0);
+	teardown(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(find_matches_scan),
 		cmocka_unit_test(weight_and_reload),
 		cmocka_unit_test(scribbled_flow_is_fenced),
+		cmocka_unit_test(every_counter_shows_activity),
 	};
 
 	log_init("test_flows", LOG_LVL_ERROR, 0);
