@@ -163,13 +163,23 @@ scenario() {
 	lc=$CLI
 	if [[ $mode == justitia ]]; then
 		# once A's daemon sees what it is to protect (its latency flow in
-		# (a), the remote READ in (b); at most LT s), one look at jd0 and
-		# jd1 (justctl and jq cost the guest CPU the flows compete for)
+		# (a), the remote READ in (b); while the latency flow runs: on a
+		# slow guest its setup alone takes seconds, and one look takes
+		# up to a second), one look at jd0 and jd1 (justctl and jq cost
+		# the guest CPU the flows compete for)
 		(want='.controller.flows.latency >= 1'
 		[[ $s == b ]] && want='.remote_read.served.flows >= 1 and .controller.flows.latency >= 1'
-		for _ in $(seq $((LT * 2))); do
+		end=$((SECONDS + LT + 20))
+		while ((SECONDS < end)) && kill -0 "$lc" 2>/dev/null; do
 			sleep 0.5
 			[ "$(jv_jd_st 0 "$want")" = true ] && break
+		done
+		# (b): and B's daemon got A's grant for the READ (one more
+		# message on the channel)
+		want='[.flows[] | select(.remote != null) | .remote.grant_bps > 0] | any'
+		while [[ $s == b ]] && ((SECONDS < end)) && kill -0 "$lc" 2>/dev/null; do
+			[ "$(jv_jd_fl 1 "$want")" = true ] && break
+			sleep 0.5
 		done
 		for i in 0 1; do
 			jv_jd_ctl $i -j status >"$L/$s-$mode-jd$i.status.json" 2>/dev/null
