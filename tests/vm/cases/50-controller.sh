@@ -193,16 +193,18 @@ start_daemon jd0
 expect_eq calibrate.loaded.at.start calibrated "$(st jd0 .controller.max_rate_source)"
 wait_for jd0 '.controller.reference.state == "up"' 30
 
-# ---- flows on jd1: a latency flow and an (active, light) bandwidth flow
-$NICE timeout 200 ib_send_lat -d "$RXE_DEV0" -x "$RXE_GID" -p 18801 -D 150 \
+# ---- flows on jd1: a latency flow and an (active, light) bandwidth flow,
+# for as long as the checks below take on a slow guest (they are killed at
+# the end; CI once saw the 150 s a previous version gave them run out)
+$NICE timeout 500 ib_send_lat -d "$RXE_DEV0" -x "$RXE_GID" -p 18801 -D 400 \
 	>"$JV_OUT/slat.srv" 2>&1 &
 SLAT_SRV=$!
 wait_port 18801
 env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET=/run/jd1/justitiad.sock JUSTITIA_CLASS=lat \
-	$NICE timeout 200 ib_send_lat -d "$RXE_DEV1" -x "$RXE_GID" -p 18801 -D 150 \
+	$NICE timeout 500 ib_send_lat -d "$RXE_DEV1" -x "$RXE_GID" -p 18801 -D 400 \
 	"$RXE_IP0" >"$JV_OUT/slat.cli" 2>&1 &
 SLAT_CLI=$!
-"$R" /run/jd1/justitiad.sock 1 -c bandwidth -d "$RXE_DEV1" -a -t 200 >"$JV_OUT/bw.out" 2>&1 &
+"$R" /run/jd1/justitiad.sock 1 -c bandwidth -d "$RXE_DEV1" -a -t 400 >"$JV_OUT/bw.out" 2>&1 &
 BW=$!
 wait_for jd1 '.controller.flows.latency == 1 and .controller.flows.bandwidth == 1' 20
 expect_eq flows.counted "1 1 latency" \
