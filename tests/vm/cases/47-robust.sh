@@ -26,9 +26,9 @@ SHIMENV=(env LD_PRELOAD="$SHIM" JUSTITIA_SOCKET="$SOCK" JUSTITIA_LOG=stderr)
 mkdir -p "$S"
 rm -f "$JV_OUT"/*.hold* "$JV_OUT"/*.ready* "$JV_OUT"/*.stop "$S"/*
 
-# (rxe-up gives the veths a backlog rxe's bursts do not overflow) and keep
-# a QP's packets in order (lib.sh: Linux 6.1's rxe answered reordered split
-# chunks with "remote invalid request")
+# keep a QP's packets in order, in a backlog rxe's bursts do not overflow
+# (lib.sh: Linux 6.1's rxe answered reordered split chunks and dropped
+# packets' retransmissions with "remote invalid request")
 jv_inorder on
 trap 'jv_inorder off' EXIT
 
