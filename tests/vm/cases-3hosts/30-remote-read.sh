@@ -116,11 +116,6 @@ t0=$(jv_now)
 read_flow read.shim 20 shim
 jv_jd_wait st 0 '.remote_read.served.flows == 1' 20
 expect_eq jd0.counts.remote.flow 1 "$(jv_jd_st 0 .remote_read.served.flows)"
-# (up to 15 s: a whole 1 MiB READ every 200 ms or more, its flow is active
-# at B's daemon, hence at jd0, only part of the time on a slow guest;
-# judged after read_done: a READ that stalled at once is rightly not active)
-jv_jd_wait st 0 '.controller.flows.bandwidth == 1' 15
-IN_B=$(jv_jd_st 0 .controller.flows.bandwidth)
 jv_jd_wait fl 1 '[.flows[] | select(.remote != null) | .remote.state == "registered" and .remote.grant_bps != null] == [true]' 10
 expect_eq jd0.remote.entry "read bandwidth true" \
 	"$(jv_jd_fl 0 '.remote[0] | "\(.kind) \(.class) \(.share_bps > 0 and .share_bps <= '$MAXRATE' + 1)"')"
@@ -141,6 +136,12 @@ expect_eq justctl.jd1.shows.grant yes \
 expect_eq justctl.jd0.status yes \
 	"$(grep -q "^remote READ: *serving 1 flows" "$JV_OUT/jd0-status.txt" && echo yes)"
 cat "$JV_OUT/jd0-flows.txt" "$JV_OUT/jd1-flows.txt"
+# (while the READ runs: a whole 1 MiB READ every 200 ms or more, its flow
+# is active at B's daemon, hence at jd0, only part of the time on a slow
+# guest; judged after read_done: a READ that stalled at once is rightly
+# not active)
+jv_jd_wait st 0 '.controller.flows.bandwidth == 1' 15
+IN_B=$(jv_jd_st 0 .controller.flows.bandwidth)
 read_done read.shim
 SHIMRATE=$MBPS
 expect_unless_stalled jd0.remote.in.B 1 "$IN_B" "the READ was not active at jd0"
