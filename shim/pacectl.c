@@ -3,9 +3,9 @@
  * windowed, from its class and the daemon's slot; the progress thread that
  * re-decides that every TICK_NS (IDLE_TICK_NS while no QP is paced), posts
  * backlogs when tokens are due and reaps split completions; and QP resets,
- * destruction and fail-open.  One progress thread per process sleeps in epoll on a timerfd (next token due
- * or next tick), an eventfd (a backlog appeared) and the split QPs'
- * completion channels: no core spins.  Pacer layer, its top with pace.c;
+ * destruction and fail-open.  One progress thread per process sleeps in
+ * epoll on a timerfd (next token due or next tick), an eventfd (a backlog
+ * appeared) and the split QPs' completion channels: no core spins.  Pacer layer, its top with pace.c;
  * may call: drain, backlogs, wrpost (the pace mode), the daemon link
  * (client.c: poll, report a class), the per-QP state (registry, classify,
  * window, sq), log. */
