@@ -27,12 +27,15 @@
 #   5-6. the elephant is justbench's 1 MiB WRITEs, 4 in flight,
 #      event-driven (it sleeps on its completion channel), plain and with
 #      Justitia: busy-polling threads = vCPUs, so the elephant's harm is
-#      rxe's queue more than the scheduler (tests/bench/vm-isolation.sh);
-#      Justitia must cut that p99 by MARGIN as well.
-# The p99s are ib_send_lat's own (nearest rank over ISO_LAT_N round trips,
-# half round trip).  Only directions are asserted, because TCG timings vary
-# several-fold between runs: the elephant must hurt the latency flow, and
-# Justitia must cut that p99 to at most 1/ISO_MARGIN of the p99 without it.
+#      rxe's queue more than the scheduler (tests/bench/vm-isolation.sh).
+# The latencies are ib_send_lat's own (nearest rank over ISO_LAT_N round
+# trips, half round trip).  Only directions are asserted, because TCG
+# timings vary several-fold between runs: the elephant must hurt the
+# latency flow's p99 (both elephants); Justitia must cut the p50 to at most
+# 1/ISO_P50_MARGIN of the p50 without it (both elephants), and, next to the
+# event-driven elephant, the p99 to at most 1/ISO_MARGIN.  Next to the
+# busy-polling elephant the p99 is reported beside the anchor's, not judged
+# (below).
 # The elephant runs until the latency flow is done and is then stopped; its
 # share is what crossed veth1 (rxe1's netdev, rxe1 -> rxe0, headers
 # included) while the latency flow ran, which includes the latency flow's
@@ -49,10 +52,16 @@
 #   descheduled process stalls its round trip for one or two 4 ms ticks.
 #   With Justitia the p99 was 4.1-7.8 ms against 10-14 ms without (ratio
 #   1.8-2.9 in six runs of 2026-11-21; 2026-11-24 with the direct window:
-#   1.49, 1.57, 2.42; in share mode 1.79, 2.04), hence ISO_MARGIN 1.3.  A
-#   Justitia that leaves the elephant unpaced lands at 0.83-1.07 (the
-#   unwindowed off mode: 1.03, 0.83, 0.94, 1.07), so the margin still
-#   tells the two apart; the rxe counters printed per scenario show what
+#   1.49, 1.57, 2.42; in share mode 1.79, 2.04).  On a slower guest
+#   (2026-11-28: the lone p99 1.3-1.8 ms, the latency flow's threads
+#   waiting for a CPU 52-67% of the time) it was 0.90-0.99 of plain, and
+#   the anchor's 0.50: there the busy-polling elephant's p99 says how the
+#   two vCPUs were shared, with two daemons and a progress thread more
+#   under Justitia, not what the NIC queued.  So that p99 is reported as a
+#   ratio to the anchor; the p50 (8 ms plain, 0.1-0.3 ms with Justitia or
+#   the anchor) is judged, with ISO_P50_MARGIN 4.  Next to the event-driven
+#   elephant the p99 is rxe's queue, and ISO_MARGIN 1.3 holds (2.5 in the
+#   same slow boot).  The rxe counters printed per scenario show what
 #   crossed the wire.
 # - MaxRate is the link's rate measured in scenario 2, while the latency
 #   flow's busy pollers take their share of the CPU (20-23 MB/s), not the
@@ -70,7 +79,8 @@ D=$PWD/build/justitiad
 C=$PWD/build/justctl
 B=$PWD/build/justbench
 LAT_N=${ISO_LAT_N:-5000}             # round trips per measurement
-MARGIN=${ISO_MARGIN:-1.3}            # p99 with Justitia * MARGIN <= p99 without
+MARGIN=${ISO_MARGIN:-1.3}            # event-driven elephant: p99 with Justitia * MARGIN <= p99 without
+P50_MARGIN=${ISO_P50_MARGIN:-4}      # p50 with Justitia * P50_MARGIN <= p50 without
 MAX_ALONE=${ISO_MAX_ALONE_P99:-1000} # us: a lone p99 above this: a busy host
 NICE=${ISO_NICE:-}                   # e.g. "nice -n 19" for the perftest processes
 ISO_LAT_ARGS=${ISO_LAT_ARGS:-}       # e.g. -H: every latency in the output
@@ -470,9 +480,14 @@ expect_eq event.elephant.hurts.latency yes \
 expect_eq event.justitia.cuts.p99 yes \
 	"$(awk -v p="$e99" -v j="$f99" -v m="$MARGIN" -v w="$why" 'BEGIN {
 		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: p99 " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
-expect_eq justitia.cuts.p99 yes \
-	"$(awk -v p="$p99" -v j="$j99" -v m="$MARGIN" -v w="$why" 'BEGIN {
-		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: p99 " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
+expect_eq event.justitia.cuts.p50 yes \
+	"$(awk -v p="$e50" -v j="$f50" -v m="$P50_MARGIN" -v w="$why" 'BEGIN {
+		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: p50 " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
+# the busy-polling elephant: the queue Justitia removes shows in the p50;
+# the p99 is the scheduler's (above), reported next to the anchor's
+expect_eq justitia.cuts.p50 yes \
+	"$(awk -v p="$p50" -v j="$j50" -v m="$P50_MARGIN" -v w="$why" 'BEGIN {
+		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: p50 " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
 
 printf '%-26s %9s %9s %9s %11s\n' scenario "p50 us" "p99 us" "p99.9 us" "veth1 MB/s"
 printf '%-26s %9s %9s %9s %11s\n' "1 alone" "$a50" "$a99" "$a999" "$A_WIRE"
