@@ -479,17 +479,17 @@ expect_eq elephant.hurts.latency yes \
 expect_eq event.elephant.hurts.latency yes \
 	"$(awk -v a="$a99" -v p="$e99" -v w="$why" 'BEGIN {
 		print (a != "-" && p != "-" && p > 2 * a ? "yes" : "no: p99 " a " us alone, " p " us with the event-driven elephant" w) }')"
-expect_eq event.justitia.cuts.p99 yes \
-	"$(awk -v p="$e99" -v j="$f99" -v m="$MARGIN" -v w="$why" 'BEGIN {
-		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: p99 " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
-expect_eq event.justitia.cuts.p50 yes \
-	"$(awk -v p="$e50" -v j="$f50" -v m="$P50_MARGIN" -v w="$why" 'BEGIN {
-		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: p50 " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
+# cuts NAME METRIC WITHOUT WITH MARGIN: Justitia cut METRIC (us) to at most
+# 1/MARGIN of what it was without
+cuts() {
+	expect_eq "$1" yes "$(awk -v q="$2" -v p="$3" -v j="$4" -v m="$5" -v w="$why" 'BEGIN {
+		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: " q " " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
+}
+cuts event.justitia.cuts.p99 p99 "$e99" "$f99" "$MARGIN"
+cuts event.justitia.cuts.p50 p50 "$e50" "$f50" "$P50_MARGIN"
 # the busy-polling elephant: the queue Justitia removes shows in the p50;
 # the p99 is the scheduler's (above), reported next to the anchor's
-expect_eq justitia.cuts.p50 yes \
-	"$(awk -v p="$p50" -v j="$j50" -v m="$P50_MARGIN" -v w="$why" 'BEGIN {
-		print (p != "-" && j != "-" && j * m <= p ? "yes" : "no: p50 " p " us without, " j " us with Justitia (want <= 1/" m ")" w) }')"
+cuts justitia.cuts.p50 p50 "$p50" "$j50" "$P50_MARGIN"
 
 printf '%-26s %9s %9s %9s %11s\n' scenario "p50 us" "p99 us" "p99.9 us" "veth1 MB/s"
 printf '%-26s %9s %9s %9s %11s\n' "1 alone" "$a50" "$a99" "$a999" "$A_WIRE"

@@ -36,7 +36,6 @@ grant() {
 	ctl --json flows 2>/dev/null | jq -r --argjson p "$1" --arg d "$RXE_DEV1" \
 		'[.flows[] | select(.pid == $p and .device == $d) | .paced_rate_bps // 0] | add // 0'
 }
-nflows() { ctl --json flows 2>/dev/null | jq --argjson p "$1" '[.flows[] | select(.pid == $p)] | length'; }
 wait_file() {
 	local end=$((SECONDS + ${2:-60}))
 	until [[ -s $1 ]]; do
