@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* The process's QPs with a backlog (see backlogs.h): the list the progress
- * thread and the application's polls drain, its count, and the wake-up of
- * the thread when a backlog starts.  Pacer layer; may call: the per-QP
- * record (registry.h) only.  Lock order: q->lock -> this list's lock. */
+ * thread and the application's polls drain, its count, the CQs the
+ * application spins on, and the wake-up of the thread when a backlog
+ * starts.  Pacer layer; may call: the per-QP record (registry.h), the
+ * clock.  Lock order: q->lock -> this list's lock. */
 #include "backlogs.h"
 
 #include <unistd.h>
+
+#include "vclock.h"
 
 static struct {
 	pthread_mutex_t lock;
@@ -14,6 +17,91 @@ static struct {
 } bl = { .lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1 };
 
 _Atomic unsigned shim_pace_queued;
+
+/* ---- the CQs application threads spin on */
+
+#define SPIN_SLOTS 16 /* CQs noted at once (the least recent gives way) */
+#define SPIN_TL 4     /* CQs one thread counts at once (send and recv CQs) */
+
+/* (a lost race between two threads loses a note: the progress thread is
+ * then woken as without it) */
+static struct {
+	_Atomic(const struct ibv_cq *) cq;
+	_Atomic uint64_t ns;
+} spun[SPIN_SLOTS];
+
+static __thread struct {
+	const struct ibv_cq *cq;
+	unsigned polls;
+	uint64_t since;                  /* the last clock read (0: none) */
+} tl_spin[SPIN_TL];
+static __thread unsigned tl_spin_next;
+
+static void spin_note(const struct ibv_cq *cq, uint64_t now)
+{
+	size_t oldest = 0;
+
+	for (size_t i = 0; i < SPIN_SLOTS; i++) {
+		if (atomic_load_explicit(&spun[i].cq, memory_order_relaxed) == cq) {
+			atomic_store_explicit(&spun[i].ns, now, memory_order_relaxed);
+			return;
+		}
+		if (atomic_load_explicit(&spun[i].ns, memory_order_relaxed) <
+		    atomic_load_explicit(&spun[oldest].ns, memory_order_relaxed))
+			oldest = i;
+	}
+	/* (the slot's time first: a reader never pairs this CQ with the
+	 * old one's fresh time for long, and a stale pairing costs one wake) */
+	atomic_store_explicit(&spun[oldest].ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&spun[oldest].cq, cq, memory_order_relaxed);
+	atomic_store_explicit(&spun[oldest].ns, now, memory_order_relaxed);
+}
+
+void backlogs_cq_polled(const struct ibv_cq *cq)
+{
+	unsigned i;
+	uint64_t now;
+
+	for (i = 0; i < SPIN_TL && tl_spin[i].cq != cq; i++)
+		;
+	if (i == SPIN_TL) {
+		i = tl_spin_next++ % SPIN_TL;
+		tl_spin[i].cq = cq;
+		tl_spin[i].polls = 0;
+		tl_spin[i].since = 0;
+	}
+	if (++tl_spin[i].polls < SPIN_POLLS)
+		return;
+	tl_spin[i].polls = 0;
+	now = shim_now_ns();
+	if (tl_spin[i].since && now - tl_spin[i].since < SPIN_WITHIN_NS)
+		spin_note(cq, now);
+	tl_spin[i].since = now;
+}
+
+int backlogs_cq_spun(const struct ibv_cq *cq, uint64_t now)
+{
+	if (!cq)
+		return 0;
+	for (size_t i = 0; i < SPIN_SLOTS; i++)
+		if (atomic_load_explicit(&spun[i].cq, memory_order_relaxed) == cq) {
+			uint64_t t = atomic_load_explicit(&spun[i].ns, memory_order_relaxed);
+
+			return t && now >= t && now - t < APP_POLL_NS;
+		}
+	return 0;
+}
+
+uint64_t backlogs_next_look(const struct shim_qp *q, uint64_t due, uint64_t now)
+{
+	if (!shim_app_polling(q, now))
+		return due;
+	if (q->qp && backlogs_cq_spun(q->qp->send_cq, now))
+		return 0;
+	return (due > now ? due : now) + APP_POLL_NS;
+}
+
+/* ---- the list */
 
 void backlogs_add(struct shim_qp *q, uint64_t now)
 {
@@ -31,7 +119,9 @@ void backlogs_add(struct shim_qp *q, uint64_t now)
 	pthread_mutex_unlock(&bl.lock);
 	/* (an application that polls drains it itself; the thread looks
 	 * within TICK_NS anyway) */
-	if (!shim_app_polling(q, now) && bl.efd >= 0 && write(bl.efd, &one, sizeof(one)) < 0) {
+	if (shim_app_polling(q, now) || (q->qp && backlogs_cq_spun(q->qp->send_cq, now)))
+		return;
+	if (bl.efd >= 0 && write(bl.efd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: the thread is awake anyway */
 	}
 }

@@ -14,6 +14,8 @@
 
 #define APP_POLL_NS 1000000ull       /* the app polled this recently: it paces */
 #define LAZY_NS 2000000ull           /* a token due sooner: no split CQ event */
+#define SPIN_POLLS 64                /* polls of one CQ by one thread ... */
+#define SPIN_WITHIN_NS APP_POLL_NS   /* ... within this: it spins on that CQ */
 
 /* QPs with a backlog; ibv_poll_cq looks at this one counter. */
 extern _Atomic unsigned shim_pace_queued;
@@ -31,8 +33,32 @@ static inline int shim_app_polling(const struct shim_qp *q, uint64_t now)
 	return t && now - t < APP_POLL_NS;
 }
 
-/* @q's backlog started (wakes the thread unless the application polls) /
- * is empty.  Called with q->lock held. */
+/* An application's ibv_poll_cq of @cq (not the shim's own): a thread that
+ * polls one CQ SPIN_POLLS times within SPIN_WITHIN_NS spins on it, and is
+ * noted as such (a thread-local count per poll, a clock read every
+ * SPIN_POLLS polls).  A throughput flow's backlog starts and empties
+ * hundreds of times a second; its application's polls drain it, but they
+ * count as "polling" (shim_app_polling) only while it is there, so each
+ * new backlog woke the progress thread (0.6 ms of a vCPU each under TCG:
+ * 440 wakes a second took a quarter of a CPU from a 64 B flow).  An
+ * application that polls once per completion event is never noted. */
+void backlogs_cq_polled(const struct ibv_cq *cq);
+/* Whether an application thread was noted spinning on @cq within
+ * APP_POLL_NS before @now. */
+int backlogs_cq_spun(const struct ibv_cq *cq, uint64_t now);
+
+/* When the progress thread, which just serviced busy @q at @now, looks at
+ * it again, given its next token is @due (0: none): @due when the
+ * application does not poll; while it polls, only in case it stops, a
+ * little after the token is due (APP_POLL_NS later: not every
+ * APP_POLL_NS, a 1 MiB token at tens of MB/s is due every few tens of
+ * ms), or after APP_POLL_NS when it waits for completions; never while it
+ * spins on @q's send CQ (0: the thread's tick, every TICK_NS while a QP is
+ * paced, is the look in case it stops).  Called with q->lock held. */
+uint64_t backlogs_next_look(const struct shim_qp *q, uint64_t due, uint64_t now);
+
+/* @q's backlog started (wakes the thread unless the application polls
+ * it, or spins on its send CQ) / is empty.  Called with q->lock held. */
 void backlogs_add(struct shim_qp *q, uint64_t now);
 void backlogs_remove(struct shim_qp *q);
 /* Up to @max QPs with a backlog (those completing on @cq, unless NULL)

@@ -107,6 +107,8 @@ static int w_start_poll(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
 
 	if (!x)
 		return EINVAL; /* cannot happen: the CQ was wrapped */
+	if (!shim_busy)
+		backlogs_cq_polled(ibv_cq_ex_to_cq(cq));
 	if (__builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_relaxed), 0))
 		shim_pace_progress(ibv_cq_ex_to_cq(cq));
 	x->own = 0;

@@ -14,6 +14,7 @@
  * Interposition layer; may call: the pacer (pace, pacectl), the splitter
  * (splitmsg completions), the daemon link (client.h), the per-QP state, log. */
 #include "shim.h"
+#include "backlogs.h"
 #include "client.h"
 #include "inject.h"
 #include "log.h"
@@ -153,6 +154,8 @@ static int shim_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		shim_log_once("poll_cq on an unknown context");
 		return -1;
 	}
+	if (!shim_busy)
+		backlogs_cq_polled(cq); /* (does it spin on @cq?) */
 	if (__builtin_expect(atomic_load_explicit(&shim_pace_queued, memory_order_relaxed), 0))
 		held = shim_pace_progress(cq);
 	got = c->poll_cq(cq, n, wc);

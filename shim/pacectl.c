@@ -51,12 +51,15 @@ static struct {
 	_Atomic pid_t started;           /* pid once its thread runs */
 	int external;                    /* shim_pace_set_external(): no thread */
 	uint64_t next_tick;              /* the tick's work is due then */
+	uint64_t armed_at;               /* the timer's expiry (the thread's) */
 	_Atomic int paced;               /* the last tick found a paced QP */
 	_Atomic int tick_now;            /* a QP became paced: tick at once */
 } pg = { .efd = -1, .tfd = -1, .ep = -1 };
 
 /* JUSTITIA_STATS "pacer" (stats.h) */
 static _Atomic uint64_t n_wakeups, n_thread_drains, n_poll_drains;
+/* what woke the thread (several at once count in each) */
+static _Atomic uint64_t n_kick_wakes, n_timer_wakes, n_event_wakes;
 
 int shim_poll_yield = 1;
 
@@ -145,10 +148,13 @@ static void report_verdicts(void)
 	verdicts.n = 0;
 }
 
-static void arm(uint64_t at)
+static void arm(uint64_t at, uint64_t now)
 {
 	struct itimerspec its = { 0 };
 
+	if (at == pg.armed_at && at > now)
+		return; /* still set for then (the tick's time, say, after a kick) */
+	pg.armed_at = at;
 	its.it_value.tv_sec = (time_t)(at / 1000000000ull);
 	its.it_value.tv_nsec = (long)(at % 1000000000ull);
 	timerfd_settime(pg.tfd, TFD_TIMER_ABSTIME, &its, NULL);
@@ -215,17 +221,11 @@ static uint64_t progress_round(uint64_t now, struct shim_qp *const *evq, int nev
 		busy = list[i]->busy;
 		atomic_fetch_add_explicit(&n_thread_drains, 1, memory_order_relaxed);
 		pthread_mutex_unlock(&list[i]->lock);
-		if (busy && !pg.external && shim_app_polling(list[i], now)) {
-			/* the application's polls post what is due and reap
-			 * the chunks: look again only in case it stopped
-			 * polling, a little after the next token is due (not
-			 * every APP_POLL_NS: a 1 MiB token at tens of MB/s is
-			 * due every few tens of ms), or after APP_POLL_NS when
-			 * it waits for completions.  (Under external progress
-			 * the caller stands for a busy-polling application
-			 * too: it comes back when the token is due.) */
-			due = (due > now ? due : now) + APP_POLL_NS;
-		}
+		if (busy && !pg.external)
+			/* (under external progress the caller stands for a
+			 * busy-polling application: it comes back when the
+			 * token is due) */
+			due = backlogs_next_look(list[i], due, now);
 		if (due && due < next)
 			next = due;
 	}
@@ -240,23 +240,32 @@ static void *progress_main(void *arg)
 	for (;;) {
 		struct epoll_event ev[16];
 		struct shim_qp *evq[16];
-		uint64_t buf;
+		uint64_t buf, now;
 		int nev, m = 0;
 
 		nev = epoll_wait(pg.ep, ev, 16, -1);
 		if (nev < 0 && errno != EINTR)
 			break;
 		atomic_fetch_add_explicit(&n_wakeups, 1, memory_order_relaxed);
-		if (read(pg.efd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
-			/* nothing to drain */
+		/* (only the fds that woke it are read: each system call
+		 * costs tens of microseconds under TCG, and the thread wakes
+		 * a hundred times a second while a QP is paced) */
+		for (int i = 0; i < nev; i++) {
+			uint64_t tag = ev[i].data.u64;
+
+			if (tag > EV_TIMER)
+				evq[m++] = (struct shim_qp *)(uintptr_t)tag;
+			else if (read(tag == EV_WAKE ? pg.efd : pg.tfd, &buf, sizeof(buf)) < 0 &&
+				 errno != EAGAIN) {
+				/* nothing to drain / not expired after all */
+			}
+			atomic_fetch_add_explicit(tag == EV_WAKE    ? &n_kick_wakes
+						  : tag == EV_TIMER ? &n_timer_wakes
+								    : &n_event_wakes,
+						  1, memory_order_relaxed);
 		}
-		if (read(pg.tfd, &buf, sizeof(buf)) < 0 && errno != EAGAIN) {
-			/* not expired yet */
-		}
-		for (int i = 0; i < nev; i++)
-			if (ev[i].data.u64 > EV_TIMER)
-				evq[m++] = (struct shim_qp *)(uintptr_t)ev[i].data.u64;
-		arm(progress_round(shim_now_ns(), evq, m));
+		now = shim_now_ns();
+		arm(progress_round(now, evq, m), now);
 	}
 	return NULL;
 }
@@ -325,6 +334,9 @@ static int progress_start_locked(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	backlogs_set_wake(pg.efd);
+	/* (before the thread: from then on only it arms the timer) */
+	pg.armed_at = 0;
+	arm(shim_now_ns() + TICK_NS, 0);
 	rc = pthread_create(&pg.th, NULL, progress_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc)
@@ -332,7 +344,6 @@ static int progress_start_locked(void)
 	pthread_setname_np(pg.th, "justitia-pace");
 	pthread_detach(pg.th);
 	pg.pid = getpid();
-	arm(shim_now_ns() + TICK_NS);
 	atomic_store_explicit(&pg.started, pg.pid, memory_order_release);
 	return 0;
 out_close:
@@ -571,6 +582,9 @@ void shim_pace_counters(struct stats_pacer *out)
 	out->wakeups = atomic_load_explicit(&n_wakeups, memory_order_relaxed);
 	out->thread_drains = atomic_load_explicit(&n_thread_drains, memory_order_relaxed);
 	out->poll_drains = atomic_load_explicit(&n_poll_drains, memory_order_relaxed);
+	out->kick_wakes = atomic_load_explicit(&n_kick_wakes, memory_order_relaxed);
+	out->timer_wakes = atomic_load_explicit(&n_timer_wakes, memory_order_relaxed);
+	out->event_wakes = atomic_load_explicit(&n_event_wakes, memory_order_relaxed);
 	out->thread_cpu_ns = 0;
 	if (atomic_load_explicit(&pg.started, memory_order_acquire) == getpid() &&
 	    !pthread_getcpuclockid(pg.th, &cid) && !clock_gettime(cid, &ts))

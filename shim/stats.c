@@ -327,9 +327,12 @@ int stats_write_json(FILE *f, int pid, const char *comm,
 	put_counters(f, &total);
 	fputc('}', f);
 	if (pacer)
-		fprintf(f, ",\n\"pacer\":{\"wakeups\":%llu,\"thread_drains\":%llu,"
+		fprintf(f, ",\n\"pacer\":{\"wakeups\":%llu,\"kick_wakes\":%llu,"
+			"\"timer_wakes\":%llu,\"event_wakes\":%llu,\"thread_drains\":%llu,"
 			"\"poll_drains\":%llu,\"thread_cpu_ns\":%llu}",
-			(unsigned long long)pacer->wakeups, (unsigned long long)pacer->thread_drains,
+			(unsigned long long)pacer->wakeups, (unsigned long long)pacer->kick_wakes,
+			(unsigned long long)pacer->timer_wakes, (unsigned long long)pacer->event_wakes,
+			(unsigned long long)pacer->thread_drains,
 			(unsigned long long)pacer->poll_drains,
 			(unsigned long long)pacer->thread_cpu_ns);
 	fputs("}\n", f);

@@ -127,6 +127,9 @@ struct stats_pacer {
 	uint64_t wakeups;        /* the progress thread woke */
 	uint64_t thread_drains;  /* backlogs it serviced */
 	uint64_t poll_drains;    /* backlogs the application's polls serviced */
+	uint64_t kick_wakes;     /* of the wakeups: a backlog started (eventfd) */
+	uint64_t timer_wakes;    /* ... its timer (a tick, a token, a guard) */
+	uint64_t event_wakes;    /* ... split QPs' completion events */
 	uint64_t thread_cpu_ns;  /* the progress thread's CPU time */
 };
 

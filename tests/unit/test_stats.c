@@ -146,7 +146,8 @@ static void json_report_round_trips(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(stats_write_json(f, 42, "ib_write_bw", s, 2, &overflow, 1,
-					  &(struct stats_pacer){ .wakeups = 7, .poll_drains = 9 }),
+					  &(struct stats_pacer){ .wakeups = 7, .kick_wakes = 5,
+								 .poll_drains = 9 }),
 			 0);
 	fclose(f);
 	root = json_loads(text, 0, &err);
@@ -170,6 +171,8 @@ static void json_report_round_trips(void **state)
 							    "wakeups")), 7);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "pacer"),
 							    "poll_drains")), 9);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "pacer"),
+							    "kick_wakes")), 5);
 	json_decref(root);
 	free(text);
 }
