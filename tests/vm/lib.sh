@@ -212,6 +212,20 @@ jv_inorder() {
 	done
 }
 
+# jv_backlog N: the per-CPU backlog a veth delivers into holds N packets
+# (1000 by default, jv_inorder on: 100000), without RPS.  A 1 MiB READ's
+# reply is 1024 packets of rxe's 1 KiB MTU: with 1000 a READ elephant's
+# replies overflow it, rxe turns a dropped reply into an RNR NAK and its
+# READs may never complete ("4 posts still in flight", plain too: 3 hosts,
+# 50-read-scenarios' scenario (b) and the demo's, session 24's rehearsal).
+# 5000 holds justbench's window of four replies, a shorter queue for a
+# latency flow to wait in than jv_inorder's 100000.  The case (or demo
+# part) that sets it puts 1000 back in its EXIT trap.
+jv_backlog() {
+	echo "$1" >/proc/sys/net/core/netdev_max_backlog ||
+		echo "jv_backlog: cannot set netdev_max_backlog" >&2
+}
+
 # jv_until SECONDS CMD...: run CMD every 0.2 s until it succeeds; returns 1
 # if it still fails after SECONDS
 jv_until() {

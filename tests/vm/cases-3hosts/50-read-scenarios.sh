@@ -46,6 +46,9 @@
 #    remote READ scenarios on three emulated hosts").
 . tests/vm/lib.sh
 . tests/vm/shimlib.sh
+# (the READ elephant's replies: lib.sh, jv_backlog)
+jv_backlog 5000
+trap 'jv_backlog 1000' EXIT
 B=$PWD/build/justbench
 SHIM=$PWD/build/libjustitia.so
 # seconds of each latency measurement (10: under Justitia the look at the
