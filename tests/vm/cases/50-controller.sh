@@ -267,8 +267,11 @@ read -r busy99 busy90 busymax nbusy <<<"$(dist "$JV_OUT/trace-burst.txt" "$t_bur
 target_us=$(((idle99 + busy99) / 2000))
 echo "Current99 without load: median ${idle99} p90 ${idle90} max ${idlemax} ns (${nidle} x 25 ms);" \
 	"with load: median ${busy99} p90 ${busy90} max ${busymax} ns (${nbusy} x 25 ms): target ${target_us} us"
+# (judged on the p90s: the burst's trace also holds the seconds ib_write_bw
+# takes to connect, no load yet, and session 24's rehearsal had 896 values
+# for an 8 s burst: median 0.96 -> 1.43 ms, p90 1.14 -> 28.2 ms)
 expect_eq load.shows.in.p99 yes \
-	"$([ "$busy99" -gt $((idle99 * 3 / 2)) ] && echo yes || echo "no: $idle99 -> $busy99")"
+	"$([ "$busy90" -gt $((idle90 * 3 / 2)) ] && echo yes || echo "no: p90 $idle90 -> $busy90")"
 ctl jd1 set target "$target_us" >/dev/null
 expect_eq set.target "$((target_us * 1000))" "$(st jd1 .controller.target99_ns)"
 # (the burst may have cost a halving or two: additive increase climbs back).
