@@ -92,11 +92,17 @@ int backlogs_cq_spun(const struct ibv_cq *cq, uint64_t now)
 	return 0;
 }
 
+/* Whether @q's application spins on its send CQ. */
+static int send_cq_spun(const struct shim_qp *q, uint64_t now)
+{
+	return q->qp && backlogs_cq_spun(q->qp->send_cq, now);
+}
+
 uint64_t backlogs_next_look(const struct shim_qp *q, uint64_t due, uint64_t now)
 {
 	if (!shim_app_polling(q, now))
 		return due;
-	if (q->qp && backlogs_cq_spun(q->qp->send_cq, now))
+	if (send_cq_spun(q, now))
 		return 0;
 	return (due > now ? due : now) + APP_POLL_NS;
 }
@@ -119,7 +125,7 @@ void backlogs_add(struct shim_qp *q, uint64_t now)
 	pthread_mutex_unlock(&bl.lock);
 	/* (an application that polls drains it itself; the thread looks
 	 * within TICK_NS anyway) */
-	if (shim_app_polling(q, now) || (q->qp && backlogs_cq_spun(q->qp->send_cq, now)))
+	if (shim_app_polling(q, now) || send_cq_spun(q, now))
 		return;
 	if (bl.efd >= 0 && write(bl.efd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: the thread is awake anyway */
