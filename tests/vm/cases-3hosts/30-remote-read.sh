@@ -92,6 +92,17 @@ expect_unless_stalled() {
 	fi
 }
 
+# waited KIND HOST COND SECONDS SEEN READ: SEEN when jv_jd_wait saw COND
+# true (the verdict: a second read could miss a flow active only part of
+# the time), else what READ reads after the wait
+waited() {
+	if jv_jd_wait "$1" "$2" "$3" "$4"; then
+		echo "$5"
+	else
+		"jv_jd_$1" "$2" "$6"
+	fi
+}
+
 # ---- the same READ without Justitia: what the link gives it
 read_flow read.plain 4 && read_done read.plain
 PLAIN=$MBPS
@@ -141,11 +152,7 @@ cat "$JV_OUT/jd0-flows.txt" "$JV_OUT/jd1-flows.txt"
 # guest, so the poll that saw it counted is the verdict (a second read
 # could fall between two READs: CI, once); judged after read_done: a READ
 # that stalled at once is rightly not active)
-if jv_jd_wait st 0 '.controller.flows.bandwidth == 1' 15; then
-	IN_B=1
-else
-	IN_B=$(jv_jd_st 0 .controller.flows.bandwidth)
-fi
+IN_B=$(waited st 0 '.controller.flows.bandwidth == 1' 15 1 .controller.flows.bandwidth)
 read_done read.shim
 SHIMRATE=$MBPS
 expect_unless_stalled jd0.remote.in.B 1 "$IN_B" "the READ was not active at jd0"
@@ -210,19 +217,12 @@ FL=$!
 FB=$!
 # (as above, the poll that saw them is the verdict: the READ's flow is
 # active only part of the time)
-if jv_jd_wait st 0 '.controller.flows.latency == 1 and .controller.flows.bandwidth == 2 and .controller.pace_mode == "protect"' 15; then
-	COUNTS="1 2 protect"
-else
-	COUNTS=$(jv_jd_st 0 '"\(.controller.flows.latency) \(.controller.flows.bandwidth) \(.controller.pace_mode)"')
-fi
+COUNTS=$(waited st 0 '.controller.flows.latency == 1 and .controller.flows.bandwidth == 2 and .controller.pace_mode == "protect"' 15 \
+	"1 2 protect" '"\(.controller.flows.latency) \(.controller.flows.bandwidth) \(.controller.pace_mode)"')
 same='([.flows[] | select(.comm == "flowreg" and .class == "bandwidth") | .paced_rate_bps][0]) as $l | .remote[0].share_bps as $r | ($l != null and $r != null and $l == $r)'
 # (these two are judged after read_done: a READ that stalled early is not
 # active, and an inactive flow is rightly neither counted nor given a share)
-if jv_jd_wait fl 0 "$same" 10; then
-	EQ=true
-else
-	EQ=$(jv_jd_fl 0 "$same")
-fi
+EQ=$(waited fl 0 "$same" 10 true "$same")
 jv_jd_ctl 0 flows >"$JV_OUT/jd0-protect.txt"
 cat "$JV_OUT/jd0-protect.txt"
 echo "jd0: SafeUtil $(jv_jd_st 0 .controller.safe_util_bps) bit/s; jd1's grant $(jv_jd_fl 1 '[.flows[] | select(.remote != null) | .remote.grant_bps][0]') bit/s"
