@@ -138,8 +138,9 @@ static void step(struct ctrl *c, uint64_t now, bool control)
 	if (window < CTRL_ACTIVE_MIN_NS)
 		window = CTRL_ACTIVE_MIN_NS;
 	/* activity has a window of >= 20 periods: reading the counters every
-	 * few periods is enough */
-	if (!control || c->steps % CTRL_POLL_PERIODS == 0)
+	 * few periods is enough; stepping relaxed, at every step (the
+	 * window's 100 ms are two relaxed steps) */
+	if (!control || c->steps % CTRL_POLL_PERIODS == 0 || c->step_w.repeat >= CTRL_RELAXED_S)
 		flows_poll_counters(&d->flows);
 	if (ensure_capacity(c, d->flows.n_gslots + RREAD_MAX_TOTAL))
 		return;
