@@ -124,7 +124,7 @@ void backlogs_add(struct shim_qp *q, uint64_t now)
 	atomic_fetch_add_explicit(&shim_pace_queued, 1, memory_order_release);
 	pthread_mutex_unlock(&bl.lock);
 	/* (an application that polls drains it itself; the thread looks
-	 * within TICK_NS anyway) */
+	 * within a tick anyway) */
 	if (shim_app_polling(q, now) || send_cq_spun(q, now))
 		return;
 	if (bl.efd >= 0 && write(bl.efd, &one, sizeof(one)) < 0) {

@@ -41,6 +41,16 @@
  * (0.6 ms each, with nothing to do), and 0.9-1.4 s in 20 s with no
  * daemon at all (session 21). */
 #define IDLE_TICK_NS 100000000ull
+/* The tick while QPs are paced in pace mode share (no latency flow to
+ * protect: grants move once a 250 ms share window, and a post reads its
+ * grant from the slot itself): each QP's posts and its application's
+ * polls see a new pace mode themselves (shim_pace_recheck()), so the tick
+ * is left the daemon's liveness, a QP that neither posts nor polls, and
+ * the look at a backlog whose application spins (backlogs_next_look()).
+ * On Soft-RoCE under TCG a wake-up costs about 1 ms of a vCPU, most of it
+ * in the scheduler: 100 ticks a second in each of two paced processes and
+ * two daemons was a fifth of a vCPU taken from the flows (session 25). */
+#define SHARE_TICK_NS 50000000ull
 #define EV_WAKE 1                    /* epoll tags; anything larger is a QP */
 #define EV_TIMER 2
 
@@ -187,6 +197,15 @@ static void split_events(struct shim_qp *q, uint64_t now, uint64_t *next)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* When the tick comes back after the tick's work (above). */
+static uint64_t tick_interval(void)
+{
+	if (!atomic_load_explicit(&pg.paced, memory_order_relaxed) &&
+	    !atomic_load_explicit(&shim_pace_queued, memory_order_relaxed))
+		return IDLE_TICK_NS;
+	return wrpost_share_mode() ? SHARE_TICK_NS : TICK_NS;
+}
+
 /* One wake-up's work at @now, after the split QPs in @evq (@nev of them)
  * had completion events: the tick's work when due, reap and drain every QP
  * with a backlog.  Returns when to come back. */
@@ -202,10 +221,7 @@ static uint64_t progress_round(uint64_t now, struct shim_qp *const *evq, int nev
 		shim_client_poll();
 		shim_registry_foreach(reevaluate);
 		report_verdicts();
-		pg.next_tick = now + (atomic_load_explicit(&pg.paced, memory_order_relaxed) ||
-						      atomic_load_explicit(&shim_pace_queued,
-									   memory_order_relaxed)
-					      ? TICK_NS : IDLE_TICK_NS);
+		pg.next_tick = now + tick_interval();
 	}
 	next = pg.next_tick;
 	for (int i = 0; i < nev; i++)
@@ -380,6 +396,10 @@ int shim_pace_progress(struct ibv_cq *cq)
 		}
 		held |= list[i]->busy;
 		pthread_mutex_unlock(&list[i]->lock);
+		/* a new pace mode, for an application that only polls now
+		 * (its posts are queued): locks only when the mode changed,
+		 * as its post would */
+		shim_pace_recheck(list[i]);
 	}
 	return held;
 }
