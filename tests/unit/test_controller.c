@@ -5,7 +5,8 @@
  * Activity from the shims' counters, L/B/T, the floor, SafeUtil halving on
  * a violating window, the rates in the flows' slots and the global header
  * a shim reads, flows on another port, soft admission control, the trace,
- * the status object, MaxRate sources, calibrate's argument checks. */
+ * the status object, MaxRate sources, calibrate's argument checks, the
+ * relaxed step reading the counters. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../daemon/controller.h"
 #include "../../daemon/justitiad.h"
@@ -135,6 +137,45 @@ static void nothing_registered(void **state)
 	assert_int_equal(atomic_load(&global()->current99_ns), 0);
 	/* no peer channel: the reference flow says so */
 	assert_string_equal(d.ctrl.ref_error, "no peer channel");
+}
+
+/* Only bandwidth flows (shares, no reference flow): the controller steps
+ * relaxed, every CTRL_RELAXED_S, and reads the shims' counters at each of
+ * those steps, so a flow that posts between two of them stays active
+ * (the activity window is two relaxed steps); then a latency flow
+ * brings the RefPeriod back at once. */
+static void relaxed_steps_read_counters(void **state)
+{
+	int err;
+	struct proc *p;
+	struct flow *b1;
+	uint64_t every = (uint64_t)(CTRL_RELAXED_S * 1e9);
+
+	while (d.flows.procs) /* (the earlier tests' flows) */
+		flows_proc_free(&d.flows, d.flows.procs);
+	p = flows_proc_new(&d.flows, 900, 0, "bw", &err);
+	b1 = reg(p, "tst0", "bandwidth", 2, 1);
+
+	assert_true(every >= 20000000); /* (what this is about: no 10 ms steps) */
+	ctrl_step(&c, daemon_now_ns());
+	assert_false(c.idle);
+	assert_true(c.step_w.repeat == CTRL_RELAXED_S);
+	/* (real time: the counters' growth is stamped with the real clock) */
+	for (int i = 0; i < 3 * CTRL_POLL_PERIODS; i++) {
+		post(b1, 65536);
+		usleep((useconds_t)(every / 1000));
+		ctrl_step(&c, daemon_now_ns());
+		assert_true(b1->active);
+	}
+	/* it stops posting: inactive within the window */
+	for (int i = 0; i < 3; i++) {
+		usleep((useconds_t)(every / 1000));
+		ctrl_step(&c, daemon_now_ns());
+	}
+	assert_false(b1->active);
+	reg(p, "tst0", "latency", 3, 1);
+	assert_true(c.step_w.repeat < CTRL_RELAXED_S);
+	flows_proc_free(&d.flows, p);
 }
 
 /* With no local flow at all (it runs second): an incoming latency flow (a
@@ -831,6 +872,7 @@ int main(void)
 		cmocka_unit_test(calibration_arithmetic),
 		cmocka_unit_test(incoming_counted),
 		cmocka_unit_test(remote_throughput_read),
+		cmocka_unit_test(relaxed_steps_read_counters),
 	};
 
 	log_init("test_controller", LOG_LVL_ERROR, 0);

@@ -3,8 +3,8 @@
  * and fake daemon slot of fakeprov.h: a poll is told when the shim holds
  * work back; losing the daemon fails open without letting later WRs
  * overtake a split message; a fork()ed child forgets the parent's QPs; a
- * recycled slot is not obeyed; mode changes are seen on the next post; a
- * latency QP is direct; messages queued whole are split once the daemon's
+ * recycled slot is not obeyed; mode changes are seen on the next post or
+ * draining poll; a latency QP is direct; messages queued whole are split once the daemon's
  * chunk shrinks; a QP reset drops its backlog and chunks. */
 #include <sys/wait.h>
 
@@ -118,6 +118,22 @@ static void mode_change_seen_on_post(void **state)
 	assert_int_equal(atomic_load(&q->direct), 0);
 	assert_true(provider_count() < 6);
 	assert_true(atomic_load(&q->st.held) >= 2);
+}
+
+/* A paced QP whose application only polls now (what it posted waits in
+ * the backlog) notices the daemon's mode change on a poll that drains it,
+ * not at the progress thread's next tick. */
+static void mode_change_seen_on_poll(void **state)
+{
+	uint32_t gen = atomic_load(&gseg.g.mode_gen);
+
+	post_n(4, 1, 1000000); /* seconds of backlog at 1 MB/s */
+	assert_true(provider_count() < 4);
+	atomic_store(&gseg.slot[0].flags, 0); /* pace mode off: direct */
+	atomic_store(&gseg.g.mode_gen, gen + 1);
+	shim_pace_progress(&cq);
+	assert_int_equal(atomic_load(&q->direct), 1);
+	assert_int_equal(provider_count(), 4); /* the backlog went, unpaced */
 }
 
 /* fork() while a thread holds the QP's lock, with a backlog: the child
@@ -323,6 +339,7 @@ int main(void)
 		FAKEPROV_TEST(backlog_split_when_chunk_shrinks),
 		FAKEPROV_TEST(reset_drops_backlog_and_chunks),
 		FAKEPROV_TEST(mode_change_seen_on_post),
+		FAKEPROV_TEST(mode_change_seen_on_poll),
 	};
 
 	return fakeprov_run_tests(tests);
