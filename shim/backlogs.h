@@ -54,7 +54,8 @@ int backlogs_cq_spun(const struct ibv_cq *cq, uint64_t now);
  * APP_POLL_NS, a 1 MiB token at tens of MB/s is due every few tens of
  * ms), or after APP_POLL_NS when it waits for completions; never while it
  * spins on @q's send CQ (0: the thread's tick, every 10 ms while a QP is
- * paced, 50 ms in pace mode share, is the look in case it stops).  Called with q->lock held. */
+ * paced, 50 ms in pace mode share, is the look in case it stops).
+ * Called with q->lock held. */
 uint64_t backlogs_next_look(const struct shim_qp *q, uint64_t due, uint64_t now);
 
 /* @q's backlog started (wakes the thread unless the application polls

@@ -4,8 +4,9 @@
  * work back; losing the daemon fails open without letting later WRs
  * overtake a split message; a fork()ed child forgets the parent's QPs; a
  * recycled slot is not obeyed; mode changes are seen on the next post or
- * draining poll; a latency QP is direct; messages queued whole are split once the daemon's
- * chunk shrinks; a QP reset drops its backlog and chunks. */
+ * draining poll; a latency QP is direct; messages queued whole are split
+ * once the daemon's chunk shrinks; a QP reset drops its backlog and
+ * chunks. */
 #include <sys/wait.h>
 
 #include "fakeprov.h"
