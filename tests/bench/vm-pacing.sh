@@ -30,7 +30,8 @@
 #             max_rate is for bytes
 #             DAEMON2 (a justitiad build): a third setting each round, the
 #             same Justitia run under DAEMON2's daemons (an A/B of two
-#             daemons in one boot)
+#             daemons in one boot); DAEMON2_MAX_OPS: their max_ops instead
+#             (with DAEMON2=build/justitiad, an A/B of the setting)
 #   cpu       the lone 1 MiB ib_write_bw client's CPU (user + system, the
 #             shim's progress thread included) per MB moved
 # After the latency, two and tput parts, anchors: the same workload paced by
@@ -45,7 +46,12 @@
 #   two       1 MiB + 64 KiB justbench flows, unpaced, then each paced at
 #             half the plain perftest aggregate: each, sum, shares; the
 #             paced sum over the plain perftest one, Justitia's over it
-#   tput      a 64 B justbench flow next to a 1 MiB elephant unpaced, then
+#   tput      in each round after plain and Justitia: the same 64 B
+#             ib_write_bw, plain, next to a 1 MiB justbench elephant (window
+#             128, busy polling) paced at what Justitia's elephant carried
+#             in that round, then unpaced (the gain ideal pacing of the
+#             elephant gives this very flow); after all rounds,
+#             a 64 B justbench flow next to a 1 MiB elephant unpaced, then
 #             paced at what Justitia's elephant carried: Mpps of each
 # Flows that compete start together: both servers listen first, then both
 # clients start (otherwise the first runs alone for a second or two and the
@@ -187,18 +193,29 @@ qperf_one() { # TEST MODE: MB/s
 # FLOWs (justbench flow specifications) for SECS s; all the flows start
 # together; the client's JSON report in $O/TAG.json
 JB=$PWD/build/justbench
-jb() {
-	local tag=$1 port s
-	shift
+# jb_srv TAG: a justbench server on rxe0, listening when this returns.
+# Sets JB_SRV JB_PORT.
+jb_srv() {
 	next_port
-	port=$PORT
-	timeout $((SECS + 60)) "$JB" server -p $port -d "$RXE_DEV0" -g "$RXE_GID" \
-		>"$O/$tag.srv" 2>&1 &
-	s=$!
-	wait_port $port 30 $s >/dev/null 2>&1
+	JB_PORT=$PORT
+	timeout $((SECS + 60)) "$JB" server -p $JB_PORT -d "$RXE_DEV0" -g "$RXE_GID" \
+		>"$O/$1.srv" 2>&1 &
+	JB_SRV=$!
+	wait_port $JB_PORT 30 $JB_SRV >/dev/null 2>&1
+}
+# jb_cli TAG PORT FLOW...: its client on rxe1, in the foreground
+jb_cli() {
+	local tag=$1 port=$2
+	shift 2
 	timeout $((SECS + 60)) "$JB" client "$RXE_IP0" -p $port -d "$RXE_DEV1" -g "$RXE_GID" \
 		-t "$SECS" --json -o "$O/$tag.json" "$@" >"$O/$tag.cli" 2>&1
-	wait $s
+}
+jb() {
+	local tag=$1
+	shift
+	jb_srv "$tag"
+	jb_cli "$tag" $JB_PORT "$@"
+	wait $JB_SRV
 }
 # jbv TAG NAME KEY: flow NAME of $O/TAG.json: KEY mbs (10^6 B/s, bytes over
 # its active time, first post to last completion), mibs (2^20 B/s, perftest's
@@ -356,6 +373,20 @@ pair() {
 	wait $s1 $s2
 }
 
+# anchor_pair TAG_SMALL TAG_JB FLOW: a plain 64 B ib_write_bw (as pair's
+# small flow) next to a justbench client with FLOW (the elephant, no shim),
+# started together
+anchor_pair() {
+	local s1 p1 c1
+	srv ib_write_bw 64 plain "$1"; s1=$PF_SRV p1=$PF_PORT
+	jb_srv "$2"
+	jb_cli "$2" $JB_PORT "$3" &
+	c1=$!
+	cli ib_write_bw 64 plain "$1" $p1
+	wait $c1 $PF_CLI
+	wait $s1 $JB_SRV
+}
+
 # pair_record P BIG SMALL: one round of two flows into $O/P{b,s,a,f}: each
 # rate, their sum, and the round's fairness (the smaller over the larger)
 pair_record() {
@@ -443,16 +474,18 @@ if [ -z "${mr:-}" ]; then
 	mr=$(awk -v b="$(median <"$O/w")" 'BEGIN { printf "%d", b * 8 * 1.048576 }')
 fi
 tput_dev="\"max_ops\": $mops${mr:+, \"max_rate\": \"${mr}Mbit\"}"
+tput_dev2="\"max_ops\": ${DAEMON2_MAX_OPS:-$mops}${mr:+, \"max_rate\": \"${mr}Mbit\"}"
 daemons_down
 daemons_up "$tput_dev"
 : >"$O/p"; : >"$O/j"; : >"$O/pe"; : >"$O/je"; : >"$O/o"; : >"$O/oe"
+: >"$O/a"; : >"$O/ae"; : >"$O/n"; : >"$O/ne"
 for _ in $(seq "$ROUNDS"); do
 	for m in plain justitia ${DAEMON2:+other}; do
 		k=${m:0:1}
 		if [ $m = other ]; then
 			# the same round under DAEMON2's daemons (the shim alike)
 			daemons_down
-			JV_JUSTITIAD=$DAEMON2 daemons_up "$tput_dev"
+			JV_JUSTITIAD=$DAEMON2 daemons_up "$tput_dev2"
 			m=justitia
 		fi
 		pair 1048576 64 $m ele tp JUSTITIA_CLASS=tput
@@ -463,9 +496,28 @@ for _ in $(seq "$ROUNDS"); do
 			daemons_up "$tput_dev"
 		fi
 	done
+	# the same round's anchors, the same 64 B ib_write_bw plain next
+	# to a justbench elephant: paced by itself at what Justitia's
+	# elephant carried in this round, then unpaced
+	er=$(awk -v e="$(tail -n1 "$O/je")" 'BEGIN { printf "%d", e * 1048576 * 8 }')
+	for k in a n; do
+		r=
+		[ $k = a ] && r=",rate=$er"
+		((er >= 1000)) || [ $k = n ] || { echo 0 >>"$O/a"; echo 0 >>"$O/ae"; continue; }
+		anchor_pair tp jele "bw:write:1M:window=128,poll=busy,name=ele$r"
+		col tp 64 5 >>"$O/$k"
+		jbv jele ele mibs >>"$O/${k}e"
+	done
 done
 row "64 B next to elephant (Mpps)" "$(median <"$O/p")" "$(median <"$O/j")"
 row "... the elephant (MB/s)" "$(median <"$O/pe")" "$(median <"$O/je")"
+anchor_head "same 64 B flow, justbench elephant" plain "paced"
+row "anchor: 64 B, elephant paced (Mpps)" "$(median <"$O/p")" "$(median <"$O/a")"
+row "... the paced elephant (MiB/s)" "$(median <"$O/pe")" "$(median <"$O/ae")"
+row "anchor: 64 B, elephant unpaced" "$(median <"$O/p")" "$(median <"$O/n")"
+anchor_head "" "paced" "justitia"
+row "Justitia 64 B / the paced anchor" "$(median <"$O/a")" "$(median <"$O/j")"
+echo "(per round, plain / Justitia / paced anchor / unpaced anchor, 64 B: $(paste -sd' ' "$O/p") / $(paste -sd' ' "$O/j") / $(paste -sd' ' "$O/a") / $(paste -sd' ' "$O/n"))"
 if [ -n "${DAEMON2:-}" ]; then
 	row "64 B, DAEMON2's daemons (Mpps)" "$(median <"$O/p")" "$(median <"$O/o")"
 	row "... the elephant (MB/s)" "$(median <"$O/pe")" "$(median <"$O/oe")"
