@@ -79,9 +79,7 @@ void backlogs_cq_polled(const struct ibv_cq *cq)
 	tl_spin[i].since = now;
 }
 
-/* Whether an application thread was noted spinning on @cq within
- * @horizon_ns before @now. */
-static int cq_spun_within(const struct ibv_cq *cq, uint64_t now, uint64_t horizon_ns)
+int backlogs_cq_spun(const struct ibv_cq *cq, uint64_t now)
 {
 	if (!cq)
 		return 0;
@@ -89,28 +87,22 @@ static int cq_spun_within(const struct ibv_cq *cq, uint64_t now, uint64_t horizo
 		if (atomic_load_explicit(&spun[i].cq, memory_order_relaxed) == cq) {
 			uint64_t t = atomic_load_explicit(&spun[i].ns, memory_order_relaxed);
 
-			return t && now >= t && now - t < horizon_ns;
+			return t && now >= t && now - t < APP_POLL_NS;
 		}
 	return 0;
 }
 
-int backlogs_cq_spun(const struct ibv_cq *cq, uint64_t now)
+/* Whether @q's application spins on its send CQ. */
+static int send_cq_spun(const struct shim_qp *q, uint64_t now)
 {
-	return cq_spun_within(cq, now, APP_POLL_NS);
-}
-
-/* Whether @q's application spins on its send CQ (noted within
- * @horizon_ns). */
-static int send_cq_spun(const struct shim_qp *q, uint64_t now, uint64_t horizon_ns)
-{
-	return q->qp && cq_spun_within(q->qp->send_cq, now, horizon_ns);
+	return q->qp && backlogs_cq_spun(q->qp->send_cq, now);
 }
 
 uint64_t backlogs_next_look(const struct shim_qp *q, uint64_t due, uint64_t now)
 {
 	if (!shim_app_polling(q, now))
 		return due;
-	if (send_cq_spun(q, now, APP_POLL_NS))
+	if (send_cq_spun(q, now))
 		return 0;
 	return (due > now ? due : now) + APP_POLL_NS;
 }
@@ -132,10 +124,8 @@ void backlogs_add(struct shim_qp *q, uint64_t now)
 	atomic_fetch_add_explicit(&shim_pace_queued, 1, memory_order_release);
 	pthread_mutex_unlock(&bl.lock);
 	/* (an application that polls drains it itself; the thread looks
-	 * within a tick anyway.  One that spun on the send CQ within
-	 * SPIN_KICK_NS and posts now is in a burst, or back from its
-	 * scheduler's tick, and its poll comes next) */
-	if (shim_app_polling(q, now) || send_cq_spun(q, now, SPIN_KICK_NS))
+	 * within a tick anyway) */
+	if (shim_app_polling(q, now) || send_cq_spun(q, now))
 		return;
 	if (bl.efd >= 0 && write(bl.efd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: the thread is awake anyway */

@@ -16,8 +16,6 @@
 #define LAZY_NS 2000000ull           /* a token due sooner: no split CQ event */
 #define SPIN_POLLS 64                /* polls of one CQ by one thread ... */
 #define SPIN_WITHIN_NS APP_POLL_NS   /* ... within this: it spins on that CQ */
-#define SPIN_KICK_NS 10000000ull     /* noted spinning this recently: a backlog
-                                      * its post starts wakes no thread */
 
 /* QPs with a backlog; ibv_poll_cq looks at this one counter. */
 extern _Atomic unsigned shim_pace_queued;
@@ -61,15 +59,7 @@ int backlogs_cq_spun(const struct ibv_cq *cq, uint64_t now);
 uint64_t backlogs_next_look(const struct shim_qp *q, uint64_t due, uint64_t now);
 
 /* @q's backlog started (wakes the thread unless the application polls
- * it, or was noted spinning on its send CQ within SPIN_KICK_NS: a client
- * that spins while its window is full posts a burst when it opens, on
- * Soft-RoCE a system call a WR, milliseconds for perftest's 100, or is
- * descheduled for a scheduler tick, and its note is then older than
- * APP_POLL_NS when its burst starts a backlog; its next poll drains it.
- * A 64 B ib_write_bw next to an elephant: 28% fewer kicks, 38% less of
- * the thread's CPU, medians of 4 runs.  Should it have stopped spinning,
- * the thread's tick, 10 ms or 50 ms, still looks) / is empty.  Called
- * with q->lock held. */
+ * it, or spins on its send CQ) / is empty.  Called with q->lock held. */
 void backlogs_add(struct shim_qp *q, uint64_t now);
 void backlogs_remove(struct shim_qp *q);
 /* Up to @max QPs with a backlog (those completing on @cq, unless NULL)
