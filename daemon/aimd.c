@@ -49,6 +49,25 @@ uint64_t aimd_step_size(const struct aimd_config *c, uint64_t floor_bps)
 	return span ? span : 1;
 }
 
+/* How many periods of additive increase a fresh sample that meets the
+ * target earns: the periods since the previous fresh one.  Samples come
+ * once per reference round trip, and a round trip can last many periods
+ * (20 ms over a long path: 40 periods of 500 us); one step per sample
+ * would stretch the recovery from the floor from 100 ms to 4 s.  Never
+ * across a stale gap (no evidence for it) nor more than stale_ns of
+ * periods. */
+static uint64_t increase_periods(const struct aimd *a, const struct aimd_config *c,
+				 uint64_t now_ns)
+{
+	uint64_t gap, cap;
+
+	if (a->stale || !c->period_ns || now_ns <= a->last_fresh_ns)
+		return 1;
+	gap = (now_ns - a->last_fresh_ns) / c->period_ns;
+	cap = c->stale_ns / c->period_ns;
+	return max_u64(min_u64(gap, cap), 1);
+}
+
 /* L/(B+T) grew since ignore mode began (B+T = 0 is an infinite ratio). */
 static bool ratio_grew(const struct aimd_counts *then, const struct aimd_counts *now)
 {
@@ -66,7 +85,7 @@ enum aimd_event aimd_step(struct aimd *a, const struct aimd_config *c,
 {
 	enum aimd_event ev = AIMD_EV_NONE;
 	uint64_t floor = aimd_floor(c, &in->n), max = c->max_rate_bps;
-	uint64_t su = a->safe_util_bps;
+	uint64_t su = a->safe_util_bps, inc;
 
 	a->floor_bps = floor;
 	a->step_bps = aimd_step_size(c, floor);
@@ -101,6 +120,8 @@ enum aimd_event aimd_step(struct aimd *a, const struct aimd_config *c,
 		}
 	}
 	if (in->fresh) {
+		uint64_t periods = increase_periods(a, c, in->now_ns);
+
 		if (a->stale && ev == AIMD_EV_NONE)
 			ev = AIMD_EV_FRESH;
 		a->stale = false;
@@ -132,7 +153,8 @@ enum aimd_event aimd_step(struct aimd *a, const struct aimd_config *c,
 				ev = AIMD_EV_ATTAINABLE;
 			a->violating_since_ns = 0;
 			a->unattainable = false;
-			su = su > max - min_u64(a->step_bps, max) ? max : su + a->step_bps;
+			inc = a->step_bps > UINT64_MAX / periods ? UINT64_MAX : a->step_bps * periods;
+			su = su > max - min_u64(inc, max) ? max : su + inc;
 			a->action = AIMD_INCREASE;
 		}
 	} else if (in->now_ns >= a->last_fresh_ns && in->now_ns - a->last_fresh_ns >= c->stale_ns) {

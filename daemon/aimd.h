@@ -7,8 +7,12 @@
  * Every step, with floor = max((B+T)/(L+B+T) * MaxRate, AIMD_MIN_BPS):
  *   L = 0                    SafeUtil = MaxRate
  *   Current99 > Target99     SafeUtil = max(SafeUtil / 2, floor)
- *   otherwise                SafeUtil = min(SafeUtil + step, MaxRate)
- * and SafeUtil always stays within [floor, MaxRate].
+ *   otherwise                SafeUtil = min(SafeUtil + k * step, MaxRate)
+ * and SafeUtil always stays within [floor, MaxRate].  k is the number of
+ * periods since the previous fresh sample (1 when samples come every
+ * period; a round trip longer than a period brings one sample per round
+ * trip, which then earns the periods it covered), at most stale_ns of
+ * periods, and 1 for the first sample after a stale gap.
  *
  * Missing measurements (no new reference sample in a period: the peer is
  * down, the reference QP is being set up, nothing was sampled yet): the

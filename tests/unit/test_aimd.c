@@ -173,6 +173,47 @@ static void recovery_within_100ms(void **state)
 	}
 }
 
+/* Over a long path a sample comes once per round trip (40 periods at
+ * 20 ms): each one that meets the target earns the periods it covered, so
+ * the climb from the floor still takes about 100 ms, not 4 s; a violation
+ * still halves once per sample; the first sample after a stale gap earns
+ * one step only. */
+static void recovery_with_sparse_samples(void **state)
+{
+	struct aimd_config c = cfg();
+	uint64_t floor, start, before;
+	struct sim s;
+
+	(void)state;
+	c.period_ns = 500 * US;
+	c.stale_ns = 50 * MS;
+	sim_init(&s, &c);
+	floor = aimd_floor(&c, &(struct aimd_counts){ 1, 0, 0 });
+	while (s.a.safe_util_bps > floor)
+		sim_step(&s, 1, 0, 0, 50 * MS);
+	start = s.now;
+	while (s.a.safe_util_bps < c.max_rate_bps) {
+		for (int i = 0; i < 39; i++)
+			sim_step(&s, 1, 0, 0, 0);       /* hold: no sample */
+		assert_int_equal(s.a.action, AIMD_HOLD);
+		sim_step(&s, 1, 0, 0, 10 * US);         /* one per round trip */
+		assert_int_equal(s.a.action, AIMD_INCREASE);
+		assert_true(s.now - start <= 100 * MS + 20 * MS);
+	}
+	/* a violation halves once per sample, however long the round trip */
+	for (int i = 0; i < 39; i++)
+		sim_step(&s, 1, 0, 0, 0);
+	assert_int_equal(sim_step(&s, 1, 0, 0, 50 * MS), c.max_rate_bps / 2);
+	/* a gap past stale_ns halves; the sample after it earns one step */
+	for (int i = 0; i < 200; i++)
+		sim_step(&s, 1, 0, 0, 0);
+	assert_true(s.a.stale);
+	before = s.a.safe_util_bps;
+	sim_step(&s, 1, 0, 0, 10 * US);
+	assert_int_equal(s.a.action, AIMD_INCREASE);
+	assert_int_equal(s.a.safe_util_bps, before + aimd_step_size(&c, floor));
+}
+
 static void configured_step(void **state)
 {
 	struct aimd_config c = cfg();
@@ -402,6 +443,7 @@ int main(void)
 		cmocka_unit_test(violation_halves_within_one_period),
 		cmocka_unit_test(floor_never_crossed),
 		cmocka_unit_test(recovery_within_100ms),
+		cmocka_unit_test(recovery_with_sparse_samples),
 		cmocka_unit_test(configured_step),
 		cmocka_unit_test(unattainable_ignore),
 		cmocka_unit_test(unattainable_keep),

@@ -78,8 +78,29 @@ expect_eq delay.base.measured yes \
 	"$(jq -r --argjson d $((2 * DELAY_MS * 1000000)) 'if .base_ns >= $d then "yes" else "no: \(.base_ns)" end' "$JV_OUT/jd1.controller.json")"
 expect_eq delay.over_base.target yes \
 	"$(jq -r 'if .target99_ns == .base_ns + 20000000 then "yes" else "no: \(.target99_ns) vs \(.base_ns)" end' "$JV_OUT/jd1.controller.json")"
+# SafeUtil over the controller's trace (one entry per 25 ms, the last 5 s),
+# not one snapshot: a host that takes the guest's vCPUs away for tens of ms
+# delays a reference sample past the target, and over this path (a sample
+# per 20 ms round trip, reference.max_age_ms 1 s) that sample is the p99 of
+# the window for 1 s: SafeUtil halves to the floor and climbs back in
+# 100 ms once it ages out (CI failed the snapshot so once: 1 Mbit/s of
+# 10 Gbit/s).  Entries with a measured Current99 count; at least a quarter
+# must be at or above half of MaxRate over the base (three such stalls in
+# 5 s still pass; idle runs: 160 and 200 of 200), and fewer with the
+# absolute target below the round trip (the same measure, the contrast: 0).
+high_share() { # NAME: "high measured max_current99_ms"
+	jq -r '.max_rate_bps as $m | [.trace[] | select(.current99_ns != null)] |
+		"\([.[] | select(.safe_util_bps * 2 >= $m)] | length) \(length) \(([.[].current99_ns] | max // 0) / 1000000 | floor)"' \
+		"$JV_OUT/$1.controller.json"
+}
+for n in jd0 jd1; do
+	read -r hi all c99 <<<"$(high_share $n)"
+	echo "$n: SafeUtil >= MaxRate/2 in $hi of $all trace entries (25 ms each), highest Current99 $c99 ms"
+done
 expect_eq delay.over_base.safe_util.high yes \
-	"$(jq -r 'if .safe_util_bps * 2 >= .max_rate_bps then "yes" else "no: \(.safe_util_bps) of \(.max_rate_bps)" end' "$JV_OUT/jd1.controller.json")"
+	"$(high_share jd1 | awk '{ print ($2 >= 20 && $1 * 4 >= $2 ? "yes" : "no: " $1 " of " $2 " entries high, Current99 up to " $3 " ms") }')"
+expect_eq delay.absolute.mostly.low yes \
+	"$(high_share jd0 | awk '{ print ($2 >= 20 && $1 * 4 < $2 ? "yes" : "no: " $1 " of " $2 " entries high") }')"
 expect_eq delay.absolute.collapses yes \
 	"$(jq -r 'if .safe_util_bps * 2 < .max_rate_bps and .target99_ns == 9000000 then "yes" else "no: \(.safe_util_bps) target \(.target99_ns)" end' "$JV_OUT/jd0.controller.json")"
 
