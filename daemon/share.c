@@ -112,28 +112,36 @@ static void boost_update(struct share_flow *f, size_t n, bool c_probe)
 	others_bound = others && others_bound;
 	for (size_t i = 0; i < n; i++) {
 		struct share_boost *b = &f[i].boost;
-		bool fills = f[i].granted > 0 && f[i].used >= SHARE_SATISFIED * f[i].granted;
 
-		if (!f[i].batches || f[i].satisfied || !f[i].granted) {
-			*b = (struct share_boost){ .x = 1 };
+		/* (a throughput flow's starts over when it is boosted again) */
+		if (!f[i].batches || f[i].satisfied || !others) {
+			*b = (struct share_boost){ .x = f[i].batches ? 0 : 1 };
 			continue;
 		}
-		if (b->x < 1)
-			b->x = 1;
+		/* next to bandwidth flows, new or judged limited by itself
+		 * until now: all of C (a grant near what the batches use binds
+		 * a batch now and then: their round trip bounds them, and the
+		 * grant adds its waits) */
+		if (b->x < 1) {
+			*b = (struct share_boost){ .x = SHARE_BOOST_ALL };
+			continue;
+		}
+		if (!f[i].granted)
+			continue;
 		if (b->hold)
 			b->hold--;
 		if (b->trying) {
 			b->trying = false;
-			if (!fills || !others_bound) {
+			if (!others_bound) {
 				b->x = b->from;
 				b->hold = SHARE_HOLD;
 				continue;
 			}
-		} else if (b->x > 1 && (!fills || !others_bound)) {
+		} else if (b->x > 1 && !others_bound) {
 			b->x = b->x / SHARE_BOOST_STEP > 1 ? b->x / SHARE_BOOST_STEP : 1;
 			continue;
 		}
-		if (!b->hold && !c_probe && fills && others_bound) {
+		if (!b->hold && !c_probe && others_bound) {
 			b->from = b->x;
 			b->x *= SHARE_BOOST_STEP;
 			b->trying = true;
@@ -158,7 +166,7 @@ void share_start(struct share_state *st, uint64_t c_bps, struct share_flow *f, s
 	for (size_t i = 0; i < n; i++) {
 		f[i].satisfied = false;
 		f[i].fill = 0;
-		f[i].boost = (struct share_boost){ .x = 1 };
+		f[i].boost = (struct share_boost){ .x = f[i].batches ? 0 : 1 };
 	}
 	share_split(f, n, st->c_bps, st->c_bps);
 }

@@ -437,8 +437,10 @@ static void queued_batches_near_their_grant_keep_their_share(void **state)
 
 		share_update(&st, f, 2);
 		if (k == 0) {
+			/* (and next to a bandwidth flow, all of C on top) */
 			assert_false(f[0].satisfied);
-			assert_true(fabs(f[0].frac - 0.5) < 1e-9);
+			assert_true(f[0].frac >= 0.5);
+			assert_true(fabs(f[1].frac - 0.5) < 1e-9);
 		} else {
 			assert_true(f[0].satisfied);
 			assert_true(f[0].frac < 0.5);
@@ -494,14 +496,14 @@ static void failed_probe_returns_to_where_it_was(void **state)
 	assert_int_equal(st.c_bps, (uint64_t)((uint64_t)(276000000 * 0.98) * SHARE_PROBE));
 }
 
-/* The shim's queued_us wraps at 2^32 us; a window's fraction is at most 1
- * whatever the (untrusted) count says. */
-/* Soft-RoCE, a 1 MiB elephant and a 64 B throughput flow, both filling
- * their halves of C between two probes of C: the 64 B flow's grant grows
- * on top of C while it uses the raise and the elephant still fills its
- * grant; a raise it cannot use is undone and held; a boost that keeps the
- * elephant from its grant steps down.  The elephant's half of C never
- * changes, and a bandwidth flow is never boosted. */
+/* Soft-RoCE, a 1 MiB elephant and a 64 B throughput flow between two
+ * probes of C.  The 64 B flow's grant is all of C on top of C (its batches
+ * use 0.55 of it: their round trip bounds them) while the elephant fills
+ * its half; a window the elephant misses its grant steps the boost down,
+ * the next raise back is kept while the elephant fills its grant, and
+ * undone and held if it does not.  The elephant's half of C never
+ * changes, and a bandwidth flow is never boosted.  With no bandwidth flow
+ * left, the 64 B flow's grant is its fair share again. */
 static void throughput_flow_gets_what_the_link_carries_on_top(void **state)
 {
 	struct share_flow f[2] = {
@@ -509,31 +511,36 @@ static void throughput_flow_gets_what_the_link_carries_on_top(void **state)
 		{ .weight = 1, .granted = 0.5, .used = 0.48, .queued = 1, .batches = true },
 	};
 	struct share_state st = { .c_bps = 276000000ull, .hold = SHARE_HOLD };
-	/* the 64 B flow's use each window, as a fraction of its grant */
-	static const double use[] = { 0.96, 0.96, 0.68, 0.96, 0.96 };
-	static const double x[] = { SHARE_BOOST_STEP, SHARE_BOOST_STEP * SHARE_BOOST_STEP,
-				    SHARE_BOOST_STEP, SHARE_BOOST_STEP, 1 };
+	/* does the elephant fill its grant in window k */
+	static const bool fills[] = { true, true, false, true, false, true, true };
+	static const double x[] = { 2, 2, 2 / SHARE_BOOST_STEP, 2, 2 / SHARE_BOOST_STEP,
+				    2 / SHARE_BOOST_STEP, 2 / SHARE_BOOST_STEP };
 
 	(void)state;
-	for (int k = 0; k < 5; k++) {
-		f[1].used = use[k] * f[1].granted;
-		if (k == 4) { /* the elephant no longer fills its grant */
-			f[0].used = 0.35;
-			f[0].bound = 0;
-		}
+	for (int k = 0; k < 7; k++) {
+		f[0].used = fills[k] ? 0.5 : 0.35;
+		f[0].bound = fills[k] ? 0.5 : 0;
+		f[1].used = 0.55 * f[1].granted;
 		share_update(&st, f, 2);
 		assert_false(st.probing);
 		assert_true(fabs(f[1].boost.x - x[k]) < 1e-9);
 		assert_true(fabs(f[1].frac - 0.5 * x[k]) < 1e-9);
 		assert_true(fabs(f[0].frac - 0.5) < 1e-9);
 		assert_true(fabs(f[0].boost.x - 1) < 1e-9);
-		if (k == 2)
-			assert_int_equal(f[1].boost.hold, SHARE_HOLD);
+		if (k == 3)
+			assert_true(f[1].boost.trying);
+		if (k >= 4)
+			assert_int_equal(f[1].boost.hold, SHARE_HOLD - (unsigned)(k - 4));
 		f[0].granted = f[0].frac;
 		f[1].granted = f[1].frac;
 	}
+	/* the elephant leaves */
+	share_update(&st, &f[1], 1);
+	assert_true(fabs(f[1].frac - 1) < 1e-9 && f[1].boost.x < 1);
 }
 
+/* The shim's queued_us wraps at 2^32 us; a window's fraction is at most 1
+ * whatever the (untrusted) count says. */
 static void queued_fraction_wraps_and_clamps(void **state)
 {
 	(void)state;

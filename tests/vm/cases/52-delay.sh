@@ -93,14 +93,18 @@ high_share() { # NAME: "high measured max_current99_ms"
 		"\([.[] | select(.safe_util_bps * 2 >= $m)] | length) \(length) \(([.[].current99_ns] | max // 0) / 1000000 | floor)"' \
 		"$JV_OUT/$1.controller.json"
 }
+declare -A HI ALL C99
 for n in jd0 jd1; do
 	read -r hi all c99 <<<"$(high_share $n)"
-	echo "$n: SafeUtil >= MaxRate/2 in $hi of $all trace entries (25 ms each), highest Current99 $c99 ms"
+	HI[$n]=${hi:-0} ALL[$n]=${all:-0} C99[$n]=${c99:-0}
+	echo "$n: SafeUtil >= MaxRate/2 in ${HI[$n]} of ${ALL[$n]} trace entries (25 ms each), highest Current99 ${C99[$n]} ms"
 done
 expect_eq delay.over_base.safe_util.high yes \
-	"$(high_share jd1 | awk '{ print ($2 >= 20 && $1 * 4 >= $2 ? "yes" : "no: " $1 " of " $2 " entries high, Current99 up to " $3 " ms") }')"
+	"$( ((ALL[jd1] >= 20 && HI[jd1] * 4 >= ALL[jd1])) && echo yes ||
+		echo "no: ${HI[jd1]} of ${ALL[jd1]} entries high, Current99 up to ${C99[jd1]} ms")"
 expect_eq delay.absolute.mostly.low yes \
-	"$(high_share jd0 | awk '{ print ($2 >= 20 && $1 * 4 < $2 ? "yes" : "no: " $1 " of " $2 " entries high") }')"
+	"$( ((ALL[jd0] >= 20 && HI[jd0] * 4 < ALL[jd0])) && echo yes ||
+		echo "no: ${HI[jd0]} of ${ALL[jd0]} entries high")"
 expect_eq delay.absolute.collapses yes \
 	"$(jq -r 'if .safe_util_bps * 2 < .max_rate_bps and .target99_ns == 9000000 then "yes" else "no: \(.safe_util_bps) target \(.target99_ns)" end' "$JV_OUT/jd0.controller.json")"
 
