@@ -88,8 +88,9 @@
  *    use binds a batch now and then, and the waits add to the round trip
  *    (on Soft-RoCE, next to a 1 MiB elephant, a 64 B flow whose boost grew
  *    SHARE_BOOST_STEP a window while it used SHARE_SATISFIED of the raised
- *    grant churned between x1.15 and x2 and did 0.99 of its plain rate;
- *    with all of C, 1.41 in the same boot, and the elephant more too).  A
+ *    grant churned between x1.15 and x2 and did 0.79 of its plain rate;
+ *    with all of C, 0.99 in the same boot, and the elephant more too;
+ *    1.43 in another).  A
  *    window in which a bandwidth flow misses its grant steps the boost
  *    down by SHARE_BOOST_STEP; while they all fill theirs it is raised by
  *    that a window again, and a raise after which one misses its grant is
