@@ -539,6 +539,27 @@ static void throughput_flow_gets_what_the_link_carries_on_top(void **state)
 	assert_true(fabs(f[1].frac - 1) < 1e-9 && f[1].boost.x < 1);
 }
 
+/* Two throughput flows and no bandwidth flow: nobody is boosted, each
+ * gets its fair share of C. */
+static void throughput_flows_alone_share_fairly(void **state)
+{
+	struct share_flow f[2] = {
+		{ .weight = 1, .granted = 0.5, .used = 0.5, .bound = 0.6, .queued = 1, .batches = true },
+		{ .weight = 1, .granted = 0.5, .used = 0.5, .bound = 0.6, .queued = 1, .batches = true },
+	};
+	struct share_state st = { .c_bps = 276000000ull, .hold = SHARE_HOLD };
+
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		share_update(&st, f, 2);
+		for (int i = 0; i < 2; i++) {
+			assert_true(f[i].boost.x <= 1);
+			assert_true(fabs(f[i].frac - 0.5) < 1e-9);
+			f[i].granted = f[i].used = f[i].frac;
+		}
+	}
+}
+
 /* The shim's queued_us wraps at 2^32 us; a window's fraction is at most 1
  * whatever the (untrusted) count says. */
 static void queued_fraction_wraps_and_clamps(void **state)
@@ -558,6 +579,7 @@ int main(void)
 		cmocka_unit_test(queued_batches_near_their_grant_keep_their_share),
 		cmocka_unit_test(failed_probe_returns_to_where_it_was),
 		cmocka_unit_test(throughput_flow_gets_what_the_link_carries_on_top),
+		cmocka_unit_test(throughput_flows_alone_share_fairly),
 		cmocka_unit_test(greedy_flows_share_fairly),
 		cmocka_unit_test(overshoot_is_not_satisfaction),
 		cmocka_unit_test(low_estimate_climbs_to_the_link),
