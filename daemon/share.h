@@ -90,11 +90,11 @@
  *    SHARE_BOOST_STEP a window while it used SHARE_SATISFIED of the raised
  *    grant churned between x1.15 and x2 and did 0.79 of its plain rate;
  *    with all of C, 0.99 in the same boot, and the elephant more too;
- *    1.43 in another).  A
- *    window in which a bandwidth flow misses its grant steps the boost
- *    down by SHARE_BOOST_STEP; while they all fill theirs it is raised by
- *    that a window again, and a raise after which one misses its grant is
- *    undone and not tried again for SHARE_HOLD windows.  With no bandwidth
+ *    1.43 in another).  A window in which a bandwidth flow misses its
+ *    grant steps the boost down by SHARE_BOOST_STEP; while they all fill
+ *    theirs it is raised by that a window again, and a raise after which
+ *    one misses its grant is undone and not tried again for SHARE_HOLD
+ *    windows.  With no bandwidth
  *    flow competing, throughput flows get their fair shares.  The others
  *    keep their shares of C (the paper's sharing incentive: each
  *    flow at least 1/n of its dominant resource); the boost is what the
